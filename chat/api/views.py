@@ -1,0 +1,37 @@
+"""Thin views: a selector wired to a serializer (SPEC section 10)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
+from chat.selectors import session_get_for_user, session_list_for_user, session_messages
+
+
+class SessionListView(generics.ListAPIView):
+    """The caller's chat sessions, most recently active first, paginated."""
+
+    serializer_class = ChatSessionListSerializer
+
+    def get_queryset(self):
+        return session_list_for_user(user=self.request.user)
+
+
+class SessionDetailView(APIView):
+    """One of the caller's sessions with its messages, oldest first.
+
+    Another user's session, a missing one and a malformed id are all the same
+    404, so ids cannot be probed.
+    """
+
+    @extend_schema(responses={200: ChatSessionDetailSerializer, 404: OpenApiResponse(description="Not found.")})
+    def get(self, request: Request, session_id: str) -> Response:
+        session = session_get_for_user(session_id=session_id, user=request.user)
+        if session is None:
+            raise NotFound()
+        session.messages = session_messages(session=session)
+        return Response(ChatSessionDetailSerializer(session).data)

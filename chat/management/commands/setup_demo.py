@@ -1,0 +1,48 @@
+"""`python manage.py setup_demo`: demo users, an API token and the example turns."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from rest_framework.authtoken.models import Token
+
+from chat.models import ChatSession
+
+DEMO_USER = "maya"
+STAFF_USER = "admin"
+STAFF_PASSWORD = "admin"
+
+
+class Command(BaseCommand):
+    help = (
+        "Create the demo user 'maya' with an API token and a staff user 'admin' (password 'admin', local "
+        "demo only), import examples/turns, and print a curl command for one session. Safe to run again."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--examples", type=Path, default=settings.BASE_DIR / "examples" / "turns")
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+
+    def handle(self, *args, examples: Path, base_url: str, **options) -> None:
+        users = get_user_model()
+        maya, _ = users.objects.get_or_create(username=DEMO_USER)
+        token, _ = Token.objects.get_or_create(user=maya)
+        if not users.objects.filter(username=STAFF_USER).exists():
+            users.objects.create_superuser(STAFF_USER, password=STAFF_PASSWORD)
+
+        call_command("import_turns", str(examples), create_users=True, stdout=self.stdout, stderr=self.stderr)
+
+        session = ChatSession.objects.filter(user=maya).order_by("created_at").first()
+        self.stdout.write("")
+        self.stdout.write(f"API token for {DEMO_USER}: {token.key}")
+        self.stdout.write("List the sessions:")
+        self.stdout.write(f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/")
+        if session is not None:
+            self.stdout.write(f"One session, with typed targets on every citation ({session.title or session.id}):")
+            self.stdout.write(
+                f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/{session.id}/ | python3 -m json.tool"
+            )
+        self.stdout.write(f"Admin: {base_url}/admin/ (user {STAFF_USER}, password {STAFF_PASSWORD})")

@@ -1,0 +1,34 @@
+"""Reads, always scoped to the caller (SPEC section 9: another user's session
+is indistinguishable from a missing one)."""
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, QuerySet
+
+from chat.models import ChatLog, ChatSession
+
+
+def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
+    """The user's sessions, most recently active first, each with `message_count`."""
+    return (
+        ChatSession.objects.filter(user=user)
+        .annotate(message_count=Count("logs"))
+        .order_by("-updated_at", "-created_at", "-id")
+    )
+
+
+def session_get_for_user(*, session_id: str | uuid.UUID, user: AbstractBaseUser) -> ChatSession | None:
+    """The user's session `session_id`, or None when it is missing, another
+    user's, or `session_id` is not a UUID. One query."""
+    try:
+        session_uuid = session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(str(session_id))
+    except ValueError:
+        return None
+    return ChatSession.objects.filter(pk=session_uuid, user=user).first()
+
+
+def session_messages(*, session: ChatSession) -> QuerySet[ChatLog]:
+    """The session's turns, oldest first. One query."""
+    return ChatLog.objects.filter(session=session).order_by("created_at", "id")

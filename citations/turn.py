@@ -1,0 +1,351 @@
+"""Turn records: validation of the input format and the stored answer.
+
+A *turn record* (SPEC section 7) is the JSON a recorder or an import file gives
+for one turn: the user message and the events (tool calls and model steps) in
+the order they happened. This module is pure: `parse_turn_record` checks a
+record whole and returns typed values, `assemble_turn` replays the events
+through a `TurnRegistry` and computes what the turn stores (SPEC section 6).
+The Django side (`chat.services.record_turn`) only saves the result.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from citations.citable import to_citable_content
+from citations.registry import TurnRegistry
+
+PROMPT_VERSIONS = ("v5", "legacy")
+TITLE_MAX_LENGTH = 500
+MODEL_MAX_LENGTH = 100
+USERNAME_MAX_LENGTH = 150
+
+#: Citation type recorded by the service (SPEC section 6); others are skipped.
+SEARCH_RESULT_LOCATION = "search_result_location"
+
+
+class TurnRecordError(ValueError):
+    """A turn record refused whole.
+
+    `path` is the JSON path of the offending value (`events[3].output.rows`,
+    `record` for the top level), `message` says what is wrong there.
+    `str(error)` is `"<path>: <message>"`.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """One tool call: the tool's name, its input and raw output (JSON objects)."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    output: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantEvent:
+    """The final Anthropic Messages API response object of one model step."""
+
+    message: Mapping[str, Any]
+
+
+Event = ToolCallEvent | AssistantEvent
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """A validated turn record (SPEC section 7). `user` is None when absent."""
+
+    id: uuid.UUID | None
+    session_id: uuid.UUID
+    session_title: str | None
+    user: str | None
+    prompt_version: str
+    created_at: dt.datetime | None
+    user_message: str
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledTurn:
+    """What one turn stores (SPEC section 6).
+
+    `response` is the answer text; `citations` the summary (one entry per
+    distinct `(source, cited_text)`), `inline_citations` one entry per citation
+    with `start`/`end` in UTF-16 code units of `response` (end exclusive);
+    `model` the model of the last step that names one ("" when none does).
+    """
+
+    response: str
+    citations: list[dict[str, Any]]
+    inline_citations: list[dict[str, Any]]
+    model: str
+
+
+# --- validation -------------------------------------------------------------
+
+_JSON_TYPE_NAMES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def _describe(value: object) -> str:
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _expect(value: object, kind: type | tuple[type, ...], path: str, what: str) -> None:
+    if isinstance(value, bool) and kind in (int, float):
+        raise TurnRecordError(path, f"expected {what}, got a boolean")
+    if not isinstance(value, kind):
+        raise TurnRecordError(path, f"expected {what}, got {_describe(value)}")
+
+
+def _uuid(value: object, path: str) -> uuid.UUID:
+    _expect(value, str, path, "a UUID string")
+    try:
+        return uuid.UUID(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise TurnRecordError(path, f"not a UUID: {value!r}") from None
+
+
+def _datetime(value: object, path: str) -> dt.datetime:
+    _expect(value, str, path, "an ISO 8601 date-time string")
+    try:
+        parsed = dt.datetime.fromisoformat(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise TurnRecordError(path, f"not an ISO 8601 date-time: {value!r}") from None
+    # A time without an offset is taken as UTC, the zone the recorder runs in.
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:
+    value = obj.get(key)
+    if value is not None:
+        _expect(value, str, f"{path}.{key}", "a string or null")
+
+
+def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any], path: str) -> None:
+    """Check the output fields that SPEC section 4 reads for `name`."""
+    if name == "execute_sql":
+        rows = output.get("rows")
+        _expect(rows, list, f"{path}.rows", "a list")
+        for i, row in enumerate(rows):
+            _expect(row, dict, f"{path}.rows[{i}]", "an object")
+        columns = output.get("columns")
+        if columns is not None:
+            _expect(columns, list, f"{path}.columns", "a list of column names")
+            for i, column in enumerate(columns):
+                _expect(column, str, f"{path}.columns[{i}]", "a string")
+    elif name == "execute_python":
+        _expect(output.get("stdout"), str, f"{path}.stdout", "a string")
+        _optional_str(output, "stderr", path)
+    elif name in ("read_tax_authority", "read_credit_card_document", "read_mortgage_authority"):
+        if output.get("path") is None:
+            # <path> falls back to the input's (SPEC section 4).
+            _expect(tool_input.get("path"), str, f"{path[: -len('.output')]}.input.path", "a string (no output.path)")
+        else:
+            _expect(output["path"], str, f"{path}.path", "a string")
+        _expect(output.get("content"), str, f"{path}.content", "a string")
+        meta = output.get("meta")
+        if meta is not None:
+            _expect(meta, dict, f"{path}.meta", "an object or null")
+            _optional_str(meta, "source_url", f"{path}.meta")
+            _optional_str(meta, "title", f"{path}.meta")
+    elif name == "search_web":
+        results = output.get("results")
+        _expect(results, list, f"{path}.results", "a list")
+        for i, result in enumerate(results):
+            _expect(result, dict, f"{path}.results[{i}]", "an object")
+            for key in ("url", "title", "text"):
+                _optional_str(result, key, f"{path}.results[{i}]")
+    # Any other tool gives no citable content: its output is not read.
+
+
+def _check_citation(citation: object, path: str) -> None:
+    _expect(citation, dict, path, "an object")
+    _expect(citation.get("type"), str, f"{path}.type", "a string")  # type: ignore[union-attr]
+    if citation["type"] != SEARCH_RESULT_LOCATION:  # type: ignore[index]
+        return  # other citation types are skipped, not checked (SPEC section 6)
+    _expect(citation.get("source"), str, f"{path}.source", "a string")  # type: ignore[union-attr]
+    _expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")  # type: ignore[union-attr]
+    _optional_str(citation, "title", path)  # type: ignore[arg-type]
+
+
+def _check_message(message: object, path: str) -> None:
+    _expect(message, dict, path, "an Anthropic message object")
+    role = message.get("role", "assistant")  # type: ignore[union-attr]
+    if role != "assistant":
+        raise TurnRecordError(f"{path}.role", f"expected 'assistant', got {role!r}")
+    model = message.get("model")  # type: ignore[union-attr]
+    if model is not None:
+        _expect(model, str, f"{path}.model", "a string")
+        if len(model) > MODEL_MAX_LENGTH:
+            raise TurnRecordError(f"{path}.model", f"longer than {MODEL_MAX_LENGTH} characters")
+    content = message.get("content")  # type: ignore[union-attr]
+    _expect(content, list, f"{path}.content", "a list of content blocks")
+    for i, block in enumerate(content):
+        block_path = f"{path}.content[{i}]"
+        _expect(block, dict, block_path, "a content block object")
+        _expect(block.get("type"), str, f"{block_path}.type", "a string")
+        if block["type"] != "text":
+            continue
+        _expect(block.get("text"), str, f"{block_path}.text", "a string")
+        citations = block.get("citations")
+        if citations is None:
+            continue
+        _expect(citations, list, f"{block_path}.citations", "a list or null")
+        for j, citation in enumerate(citations):
+            _check_citation(citation, f"{block_path}.citations[{j}]")
+
+
+def _parse_event(event: object, path: str) -> Event:
+    _expect(event, dict, path, "an event object")
+    kind = event.get("type")  # type: ignore[union-attr]
+    if kind == "tool_call":
+        _expect(event.get("id"), str, f"{path}.id", "a string")  # type: ignore[union-attr]
+        _expect(event.get("name"), str, f"{path}.name", "a string")  # type: ignore[union-attr]
+        _expect(event.get("input"), dict, f"{path}.input", "an object")  # type: ignore[union-attr]
+        _expect(event.get("output"), dict, f"{path}.output", "an object")  # type: ignore[union-attr]
+        _check_tool_output(event["name"], event["input"], event["output"], f"{path}.output")  # type: ignore[index]
+        return ToolCallEvent(event["id"], event["name"], event["input"], event["output"])  # type: ignore[index]
+    if kind == "assistant":
+        _check_message(event.get("message"), f"{path}.message")  # type: ignore[union-attr]
+        return AssistantEvent(event["message"])  # type: ignore[index]
+    raise TurnRecordError(f"{path}.type", f"unknown event type {kind!r} (expected 'tool_call' or 'assistant')")
+
+
+def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord:
+    """Check a turn record whole and return it typed (SPEC section 7).
+
+    `record` is decoded JSON. With `user_given` the caller supplies the user,
+    so the record's `user` is not required (and not read). Raises
+    `TurnRecordError` naming the JSON path of the first problem found; it
+    never returns a partly checked record.
+    """
+    _expect(record, dict, "record", "a turn record object")
+    assert isinstance(record, dict)
+    session = record.get("session")
+    _expect(session, dict, "session", "an object with an 'id'")
+    session_id = _uuid(session.get("id"), "session.id")
+    title = session.get("title")
+    if title is not None:
+        _expect(title, str, "session.title", "a string or null")
+        if len(title) > TITLE_MAX_LENGTH:
+            raise TurnRecordError("session.title", f"longer than {TITLE_MAX_LENGTH} characters")
+
+    user = None
+    if not user_given:
+        user = record.get("user")
+        _expect(user, str, "user", "a username string")
+        if not user or len(user) > USERNAME_MAX_LENGTH:
+            raise TurnRecordError("user", f"expected a username of 1 to {USERNAME_MAX_LENGTH} characters")
+
+    prompt_version = record.get("prompt_version")
+    if prompt_version not in PROMPT_VERSIONS:
+        raise TurnRecordError("prompt_version", f"expected 'v5' or 'legacy', got {prompt_version!r}")
+    user_message = record.get("user_message")
+    _expect(user_message, str, "user_message", "a string")
+    record_id = _uuid(record["id"], "id") if record.get("id") is not None else None
+    created_at = _datetime(record["created_at"], "created_at") if record.get("created_at") is not None else None
+
+    events = record.get("events")
+    _expect(events, list, "events", "a list")
+    parsed = tuple(_parse_event(event, f"events[{i}]") for i, event in enumerate(events))
+    return TurnRecord(
+        id=record_id,
+        session_id=session_id,
+        session_title=title,
+        user=user,
+        prompt_version=prompt_version,
+        created_at=created_at,
+        user_message=user_message,
+        events=parsed,
+    )
+
+
+# --- the stored answer ------------------------------------------------------
+
+
+def utf16_length(text: str) -> int:
+    """Length of `text` in UTF-16 code units (what JavaScript's `length` counts)."""
+    # Characters outside the BMP take two units; count them instead of encoding.
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def assemble_turn(events: Sequence[Event]) -> AssembledTurn:
+    """Replay a turn's events and compute what it stores (SPEC sections 5 and 6).
+
+    Each tool call's citable content is written to one `TurnRegistry`; each
+    citation gets the target its source has when its model step is replayed,
+    so a citation only sees the tool results that came before it. Offsets are
+    UTF-16 code units of the joined answer. Only `search_result_location`
+    citations are recorded.
+    """
+    registry = TurnRegistry()
+    steps: list[str] = []
+    offset = 0  # UTF-16 length of the answer so far
+    summary: dict[tuple[str, str], dict[str, Any]] = {}
+    inline: list[dict[str, Any]] = []
+    model = ""
+
+    for event in events:
+        if isinstance(event, ToolCallEvent):
+            for result in to_citable_content(event.name, event.input, event.output):
+                registry.record(result.source, result.target)
+            continue
+
+        message = event.message
+        if isinstance(message.get("model"), str):
+            model = message["model"]
+        texts = [block for block in message.get("content", ()) if block.get("type") == "text"]
+        step_text = "".join(block["text"] for block in texts)
+        # Steps are separated by a blank line; a step without text adds nothing.
+        separator = "\n\n" if steps and step_text else ""
+        position = offset + len(separator)
+        for block in texts:
+            start = position
+            position += utf16_length(block["text"])
+            for citation in block.get("citations") or ():
+                if citation.get("type") != SEARCH_RESULT_LOCATION:
+                    continue
+                source, cited_text = citation["source"], citation["cited_text"]
+                entry: dict[str, Any] = {
+                    "source": source,
+                    "title": citation.get("title"),
+                    "cited_text": cited_text,
+                    "start": start,
+                    "end": position,
+                }
+                target = registry.target_for(source)
+                if target is not None:
+                    entry["target"] = target.to_json()
+                inline.append(entry)
+                summary.setdefault(
+                    (source, cited_text),
+                    {key: value for key, value in entry.items() if key not in ("start", "end")},
+                )
+        if step_text:
+            steps.append(step_text)
+            offset = position
+
+    return AssembledTurn(
+        response="\n\n".join(steps),
+        citations=list(summary.values()),
+        inline_citations=inline,
+        model=model,
+    )

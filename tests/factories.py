@@ -1,0 +1,55 @@
+"""factory_boy factories for the chat models (tests and benchmarks)."""
+from __future__ import annotations
+
+import datetime as dt
+
+import factory
+from django.contrib.auth import get_user_model
+
+from chat.models import ChatLog, ChatSession
+from chat.services import citation_summary_fields
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+
+
+class ChatSessionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ChatSession
+
+    user = factory.SubFactory(UserFactory)
+    title = factory.Sequence(lambda n: f"Session {n}")
+    created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=n))
+    updated_at = factory.SelfAttribute("created_at")
+
+
+class ChatLogFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ChatLog
+
+    session = factory.SubFactory(ChatSessionFactory)
+    user = factory.SelfAttribute("session.user")
+    user_message = "What is my portfolio worth?"
+    response = "Your portfolio is worth $1,000."
+    citations = factory.LazyFunction(
+        lambda: [{"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "target": {"kind": "portfolio"}}]
+    )
+    inline_citations = factory.LazyFunction(
+        lambda: [
+            {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 24, "end": 30, "target": {"kind": "portfolio"}}
+        ]
+    )
+    prompt_version = "v5"
+    model = "claude-sonnet-4-5-20250929"
+    created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=n))
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        # Keep the summary columns true to the JSON, as the service layer does.
+        kwargs.update(citation_summary_fields(kwargs.get("citations"), kwargs.get("inline_citations")))
+        return super()._create(model_class, *args, **kwargs)

@@ -1,0 +1,166 @@
+"""`manage.py import_turns` end to end, on real files and the real database."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from chat.models import ChatLog, ChatSession
+from tests.cases import load_cases
+
+pytestmark = pytest.mark.django_db
+TURNS = load_cases("turns.json")
+
+
+def _run(*args, **options):
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        call_command("import_turns", *map(str, args), stdout=out, stderr=err, **options)
+    except CommandError as error:
+        code = error.returncode
+        err.write(str(error))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _record(n, user="maya", **extra):
+    return {
+        "id": f"00000000-0000-4000-8000-{n:012d}",
+        "session": {"id": "11111111-2222-4333-8444-555555555555"},
+        "user": user,
+        "prompt_version": "v5",
+        "user_message": f"question {n}",
+        "events": [
+            {"type": "tool_call", "id": "t", "name": "execute_python", "input": {"code": "print(1)"}, "output": {"stdout": "1\n", "stderr": ""}},
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "One.", "citations": [{"type": "search_result_location", "source": "silvia://analysis", "title": "Analysis", "cited_text": "1"}]}
+                    ],
+                },
+            },
+        ],
+        **extra,
+    }
+
+
+def test_imports_golden_turns_and_summarises(tmp_path, maya):
+    if not TURNS:
+        pytest.skip("../shared/cases not found")
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps([case["record"] for case in TURNS]))
+
+    code, out, err = _run(path)
+
+    assert code == 0, err
+    assert ChatLog.objects.count() == len(TURNS)
+    # Summary citations of the 4 golden turns: account 2, accounts 2, analysis 1,
+    # portfolio 1, market_data 1; untyped: the p590a URL, checking (turn 3), brokerage.
+    assert out.strip().splitlines()[-1] == (
+        "imported 4, skipped 0, failed 0; citations typed 7 "
+        "(account 2, accounts 2, analysis 1, market_data 1, portfolio 1), untyped 3"
+    )
+
+
+def test_second_import_skips_everything(tmp_path, maya):
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(_record(n)) for n in range(3)) + "\n")
+    assert _run(path)[0] == 0
+    code, out, _ = _run(path)
+    assert code == 0
+    assert out.strip().endswith("imported 0, skipped 3, failed 0; citations typed 0 (none), untyped 0")
+    assert ChatLog.objects.count() == 3
+
+
+def test_bad_records_are_reported_with_file_line_and_path_and_others_imported(tmp_path, maya):
+    bad = _record(2)
+    bad["events"][0]["output"]["stdout"] = 7
+    lines = [json.dumps(_record(1)), "", "{not json", json.dumps(bad), json.dumps(_record(3))]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    code, out, err = _run(path)
+
+    assert code == 1
+    assert f"{path}:3: not JSON" in err
+    assert f"{path}:4: events[0].output.stdout: expected a string, got a number" in err
+    assert "imported 2, skipped 0, failed 2; citations typed 2 (analysis 2), untyped 0" in out
+    assert ChatLog.objects.count() == 2
+
+
+def test_json_list_reports_the_line_each_record_starts_on(tmp_path, maya):
+    bad = _record(2)
+    del bad["user_message"]
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps([_record(1), bad], indent=2))
+    start_of_second = path.read_text().splitlines().index("  {", 1) + 1
+
+    code, _, err = _run(path)
+
+    assert code == 1
+    assert f"{path}:{start_of_second}: user_message: expected a string, got null" in err
+    assert ChatLog.objects.count() == 1
+
+
+def test_unknown_user_fails_unless_create_users(tmp_path, db):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_record(1, user="newcomer")))
+
+    code, _, err = _run(path)
+    assert code == 1 and "user: no user named 'newcomer'" in err
+    assert not get_user_model().objects.filter(username="newcomer").exists()
+
+    code, out, _ = _run(path, create_users=True)
+    assert code == 0 and "imported 1" in out
+    assert ChatLog.objects.get().user.username == "newcomer"
+
+
+def test_user_override(tmp_path, maya, other_user):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_record(1, user="ghost")))
+    assert _run(path, user="sam")[0] == 0
+    assert ChatSession.objects.get().user == other_user
+
+
+def test_unknown_override_user_is_an_error(tmp_path, db):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_record(1)))
+    code, _, err = _run(path, user="ghost")
+    assert code == 1 and "--user: no user named 'ghost'" in err
+    assert ChatLog.objects.count() == 0
+
+
+def test_a_record_refused_after_user_creation_leaves_no_user(tmp_path, maya):
+    path = tmp_path / "two.jsonl"
+    theirs = _record(1)  # maya's session...
+    intruder = _record(2, user="mallory")  # ...claimed by a new user
+    path.write_text(json.dumps(theirs) + "\n" + json.dumps(intruder) + "\n")
+    code, _, err = _run(path, create_users=True)
+    assert code == 1 and "session.id: session" in err
+    assert not get_user_model().objects.filter(username="mallory").exists()
+
+
+def test_missing_file_and_wrong_suffix_and_bad_utf8(tmp_path, maya):
+    code, _, err = _run(tmp_path / "nope.json")
+    assert code == 1 and "no such file" in err
+    other = tmp_path / "turns.txt"
+    other.write_text("{}")
+    code, _, err = _run(other)
+    assert code == 1 and "expected a .json or .jsonl file" in err
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe{")
+    code, _, err = _run(binary)
+    assert code == 1 and "not UTF-8" in err
+
+
+def test_folder_imports_its_json_files(tmp_path, maya):
+    (tmp_path / "a.json").write_text(json.dumps(_record(1)))
+    (tmp_path / "b.jsonl").write_text(json.dumps(_record(2)) + "\n")
+    (tmp_path / "notes.md").write_text("ignored")
+    code, out, _ = _run(tmp_path)
+    assert code == 0 and "imported 2" in out
