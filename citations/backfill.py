@@ -7,6 +7,9 @@ left for clients to resolve by `source`/`title`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from citations.citable import (
     ANALYSIS_SOURCE,
     FINNHUB_SOURCE,
@@ -22,7 +25,7 @@ from citations.targets import (
     PortfolioTarget,
 )
 
-__all__ = ["backfill_target", "target_for_source"]
+__all__ = ["CitationListBackfill", "backfill_citation_list", "backfill_target", "target_for_source"]
 
 
 def target_for_source(source: object) -> CitationTarget | None:
@@ -61,3 +64,53 @@ def backfill_target(citation: object) -> CitationTarget | None:
     if not isinstance(citation, dict) or "target" in citation:
         return None
     return target_for_source(citation.get("source"))
+
+
+@dataclass(frozen=True, slots=True)
+class CitationListBackfill:
+    """What `backfill_citation_list` made of one stored list.
+
+    `value` is the list to store: an entry given a target is a new dict with
+    the same keys in the same order and `"target"` appended last; every other
+    entry is the very object that came in. `typed` is the kind of each target
+    added, in list order; `already_typed` counts entries that had a `target`
+    key (whatever it held); `left_untyped` those whose source determines nothing.
+    """
+
+    value: list[dict[str, Any]]
+    typed: tuple[str, ...]
+    already_typed: int
+    left_untyped: int
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.typed)
+
+
+def backfill_citation_list(value: object) -> CitationListBackfill | None:
+    """Apply `backfill_target` to every entry of a stored `citations` or
+    `inline_citations` value (SPEC section 12).
+
+    Returns `None` when `value` is not a list of JSON objects (null, an object,
+    a string such as double-encoded JSON, or a list holding a non-object):
+    the caller leaves such a value exactly as it is. Never raises; the input
+    is not mutated.
+    """
+    if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+        return None
+    out: list[dict[str, Any]] = []
+    typed: list[str] = []
+    already_typed = left_untyped = 0
+    for entry in value:
+        target = backfill_target(entry)
+        if target is not None:
+            # `{**entry, ...}` keeps the key order and appends `target` last.
+            out.append({**entry, "target": target.to_json()})
+            typed.append(target.kind)
+            continue
+        out.append(entry)
+        if "target" in entry:
+            already_typed += 1
+        else:
+            left_untyped += 1
+    return CitationListBackfill(out, tuple(typed), already_typed, left_untyped)

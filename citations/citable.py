@@ -9,13 +9,15 @@ Text rendering (the SPEC leaves it to us):
 - SQL: one text per row, `"; ".join(f"{column}: {value}")` in column order
   (the output's `columns` list first, when given, then the row's own keys in
   row order). Values: strings as they are, `null`, `true`/`false`, numbers as
-  Python prints them (`310.0`), nested objects and lists as compact JSON.
+  Python prints them (`310.0`), nested objects and lists as JSON
+  (`json.dumps`, non-ASCII kept). A row that is not an object is its value.
   Row texts are rendered lazily (see `RowTexts`): recording a turn needs only
   sources, titles and targets, and a 100,000-row result should cost about as
-  much as reading its id and label columns.
+  much as reading its id and label columns. So the caller must not mutate
+  the tool output after the call.
 - Python: a JSON document (the whole stdout, or one line) is cited as printed;
-  a sub-item (a ticker object inside a list, a non-article Exa item) as
-  compact JSON; consecutive non-JSON lines form one text.
+  a sub-item (a ticker object inside a list, a non-article Exa item, an
+  article without `text`) as JSON; consecutive non-JSON lines form one text.
 - Library documents: the document's `content`.
 - Web results: the result's `text`, else its `title`.
 
@@ -26,16 +28,17 @@ blank text blocks); a block with nothing to cite is not emitted.
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.utils.text import slugify
 
-from citations.accounts import account_ref_from_row
+from citations.accounts import ACCOUNT_ID_COLUMNS, account_ref_from_row, is_account_id
 from citations.targets import (
     AccountRef,
     AccountTarget,
@@ -221,7 +224,8 @@ def _json_text(value: object) -> str:
 
 
 def _value_text(value: object) -> str:
-    """A cell as text: strings as-is, JSON spellings for null/bools, numbers as Python prints them."""
+    """A cell as text: strings as-is, `null`, `true`/`false`, numbers as Python
+    prints them (`310.0`, `nan`), objects and lists as JSON. Never raises."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -230,43 +234,70 @@ def _value_text(value: object) -> str:
         return "true"
     if value is False:
         return "false"
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return repr(value)
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, int):
+    if isinstance(value, (int, float)):
         try:
             return str(value)
-        except ValueError:  # over Python's int-to-str digit limit
-            return hex(value)
+        except ValueError:  # an int over Python's int-to-str digit limit
+            return hex(value)  # type: ignore[arg-type]
     return _json_text(value)
 
 
 # --------------------------------------------------------------------------
 # execute_sql
+#
+# Grouping runs in one of two ways with identical results (a property test
+# compares them with a naive reading of the rule):
+#
+# - `_sql_groups_by_keys`, the fast path: C-level passes (`itemgetter`,
+#   `map(dict.get, ...)`, `dict.fromkeys`) collect the distinct tuples of the
+#   label and id columns in first-seen order, and the rules run once per
+#   tuple. Rows are bucketed per block only when a block's texts are first
+#   read. It applies when every row is a dict, those values are hashable and
+#   labels are strings or null.
+# - `_sql_groups_by_rows`, the general path: one Python pass over the rows,
+#   with the account rule run once per distinct id key per group.
+#
+# A row is a dict (any `Mapping` is read like one); anything else is a row
+# without columns, shown as its value.
+
+
+# Cell types whose f-string spelling is already the text we want.
+_PLAIN_CELL_TYPES = frozenset({str, int, float})
+
+ROUTING_COLUMNS: frozenset[str] = frozenset({"source", *ACCOUNT_ID_COLUMNS})
+"""Columns left out of a row's text: `source` names a vendor, which never
+appears in text a user may see (SPEC section 9), and the id columns are
+carried by the block's target instead (the golden `cited_text` has neither)."""
 
 
 def render_sql_row(row: object, columns: Sequence[str] | None = None) -> str:
     """One SQL row as text: `"col: value; col: value"` (SPEC section 4, our format).
 
     Column order: `columns` first (names the row lacks are skipped), then the
-    row's other keys in row order. Values as `_value_text`. A row that is not
-    an object is shown as its value alone. Never raises.
+    row's other keys in row order; `ROUTING_COLUMNS` are left out. Values as `_value_text`: strings as they
+    are, `null`, `true`/`false`, numbers as Python prints them, objects and
+    lists as JSON. A row that is not an object is shown as its value alone.
+    Never raises.
     """
-    if not isinstance(row, dict):
+    if not isinstance(row, Mapping):
         return _value_text(row)
     if columns:
         keys = [c for c in columns if c in row]
         if len(keys) != len(row):
             listed = set(keys)
             keys.extend(k for k in row if k not in listed)
-        items: Any = ((k, row[k]) for k in keys)
+        items: Any = [(k, row[k]) for k in keys if k not in ROUTING_COLUMNS]
     else:
-        items = row.items()
-    # Strings (most cells) skip the function call.
-    return "; ".join(
-        [f"{k}: {v}" if type(v) is str else f"{k}: {_value_text(v)}" for k, v in items]
-    )
+        hidden = ROUTING_COLUMNS
+        items = [(k, v) for k, v in row.items() if k not in hidden]
+    plain = _PLAIN_CELL_TYPES
+    try:
+        # Strings and numbers (most cells) skip the function call.
+        return "; ".join(
+            [f"{k}: {v}" if type(v) in plain else f"{k}: {_value_text(v)}" for k, v in items]
+        )
+    except ValueError:  # an int over Python's int-to-str digit limit
+        return "; ".join([f"{k}: {_value_text(v)}" for k, v in items])
 
 
 class RowTexts(Sequence[str]):
@@ -274,13 +305,19 @@ class RowTexts(Sequence[str]):
 
     Behaves as an immutable sequence of non-blank strings (rows that render
     blank are dropped; if none is left, `fallback` is the only text).
-    Compares equal to any sequence with the same strings.
+    Compares equal to any sequence with the same strings. `rows` is the
+    block's rows, or a callable returning them (computed on first use).
     """
 
     __slots__ = ("_columns", "_fallback", "_rows", "_texts")
 
-    def __init__(self, rows: list[object], columns: Sequence[str] | None, fallback: str) -> None:
-        self._rows: list[object] | None = rows
+    def __init__(
+        self,
+        rows: list[object] | Callable[[], list[object]],
+        columns: Sequence[str] | None,
+        fallback: str,
+    ) -> None:
+        self._rows = rows
         self._columns = columns
         self._fallback = fallback
         self._texts: tuple[str, ...] | None = None
@@ -288,11 +325,12 @@ class RowTexts(Sequence[str]):
     def _materialise(self) -> tuple[str, ...]:
         texts = self._texts
         if texts is None:
-            rows, columns = self._rows or [], self._columns
+            rows = self._rows() if callable(self._rows) else self._rows
+            columns = self._columns
             texts = tuple(
                 text for text in (render_sql_row(row, columns) for row in rows) if not _is_blank(text)
             ) or (self._fallback,)
-            self._texts, self._rows = texts, None  # drop the rows once rendered
+            self._texts, self._rows = texts, []  # drop the rows once rendered
         return texts
 
     def __len__(self) -> int:
@@ -319,19 +357,77 @@ class RowTexts(Sequence[str]):
 
 
 class _SqlGroup:
-    """Rows behind one block, and the accounts they name so far."""
+    """One block of a SQL result: its title, and the accounts its rows name so far."""
 
-    __slots__ = ("rows", "title", "typed", "refs", "seen")
+    __slots__ = ("refs", "rows", "seen", "title", "typed")
 
     def __init__(self, title: str, typed: bool) -> None:
-        self.rows: list[object] = []
         self.title = title
-        # False once a row names no account (or for the portfolio block).
+        # False once a row names no account (and always for the portfolio).
         self.typed = typed
         self.refs: dict[str, AccountRef] = {}
-        # (source_account_id, source) pairs already merged: a repeated account
-        # costs one set lookup instead of a regex match.
-        self.seen: set[tuple[str, object]] = set()
+        # Id keys whose account is already folded in (general path).
+        self.seen: set[tuple[object, ...]] = set()
+        self.rows: list[object] = []  # filled by the general path only
+
+    def fold(self, ref: AccountRef | None) -> None:
+        """Add one row's account, or untype the group when the row names none."""
+        if ref is None:
+            self.typed = False
+            self.refs.clear()
+            self.seen.clear()
+            return
+        known = self.refs.get(ref.account_id)
+        # Same rule as `merge_account_refs`, kept incremental here.
+        if known is None or (known.provider is None and ref.provider is not None):
+            self.refs[ref.account_id] = ref
+
+    def target(self) -> CitationTarget | None:
+        if not self.typed or not self.refs:
+            return None
+        refs = tuple(self.refs.values())
+        if len(refs) == 1:
+            return AccountTarget(refs[0].account_id, refs[0].provider)
+        return AccountsTarget(refs)
+
+
+class _SqlGroups:
+    """Label -> group bookkeeping shared by both paths (blocks in first-seen order)."""
+
+    __slots__ = ("by_label", "by_source", "portfolio")
+
+    def __init__(self) -> None:
+        self.by_source: dict[str, _SqlGroup] = {}
+        # str/None label (or a non-string label's text) -> group
+        self.by_label: dict[str | None, _SqlGroup] = {}
+        self.portfolio: _SqlGroup | None = None
+
+    def for_label(self, label: object) -> _SqlGroup:
+        """The group of a label value (null or blank: the portfolio).
+
+        Cached per label text, so slugify runs once per distinct text (a
+        non-string label shares the entry of its text: same slug, same block).
+        """
+        text = _label_text(label)
+        if text is None:
+            if self.portfolio is None:
+                self.portfolio = self.by_source[PORTFOLIO_SOURCE] = _SqlGroup(PORTFOLIO_TITLE, False)
+            return self.portfolio
+        group = self.by_label.get(text)
+        if group is None:
+            source = ACCOUNT_SOURCE_PREFIX + (slugify(text) or "account")
+            group = self.by_source.get(source)
+            if group is None:
+                group = self.by_source[source] = _SqlGroup(text, True)
+            self.by_label[text] = group
+        return group
+
+    def for_str_label(self, label: str | None) -> _SqlGroup:
+        """`for_label` cached per distinct string/null label (slugify once each)."""
+        group = self.by_label.get(label)
+        if group is None:
+            group = self.by_label[label] = self.for_label(label)
+        return group
 
 
 def _sql_columns(value: object) -> tuple[str, ...] | None:
@@ -345,72 +441,176 @@ def _sql_columns(value: object) -> tuple[str, ...] | None:
 
 
 def _label_column(rows: list[object]) -> str | None:
-    """The first of `LABEL_COLUMNS` that is a key of any row (one pass)."""
-    best: int | None = None
-    for row in rows:
-        if isinstance(row, dict):
-            for index, column in enumerate(LABEL_COLUMNS):
-                if best is not None and index >= best:
-                    break
-                if column in row:
-                    best = index
-                    break
-            if best == 0:
-                break
-    return None if best is None else LABEL_COLUMNS[best]
+    """The first of `LABEL_COLUMNS` that is a key of any row."""
+    try:
+        # C-level scans; stops at the first row holding the column.
+        for column in LABEL_COLUMNS:
+            if any(map(dict.__contains__, rows, repeat(column))):
+                return column
+        return None
+    except TypeError:  # a row that is not a dict
+        for column in LABEL_COLUMNS:
+            if any(isinstance(row, Mapping) and column in row for row in rows):
+                return column
+        return None
 
 
 def _label_text(value: object) -> str | None:
     """The label as shown, or `None` when null or blank (those rows go to the portfolio)."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else _value_text_for_label(value)
-    return None if text.isspace() or not text else text
-
-
-def _value_text_for_label(value: object) -> str:
-    # SPEC: a non-string label is compared and shown as `str(value)`.
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001 - huge ints, hostile objects
-        return _value_text(value)
-
-
-def _merge_row_account(group: _SqlGroup, row: dict[str, object]) -> None:
-    """Fold one row's account into its group, or untype the group (SPEC section 4)."""
-    sid = row.get("source_account_id")
-    if type(sid) is str:
-        source = row.get("source")
-        try:
-            key = (sid, source)
-            if key in group.seen:
-                return
-        except TypeError:  # unhashable `source`: decide the slow way
-            key = None
+    if isinstance(value, str):
+        text = value
     else:
-        key = None
-    ref = account_ref_from_row(row)
-    if ref is None:
-        group.typed = False
-        group.refs.clear()
-        group.seen.clear()
-        return
-    if key is not None and ref.account_id == sid:
-        # Step 1 decided: the result depends on (sid, source) alone. (A
-        # fallback column can never yield `sid`, which was not a valid id.)
-        group.seen.add(key)
-    known = group.refs.get(ref.account_id)
-    if known is None or (known.provider is None and ref.provider is not None):
-        group.refs[ref.account_id] = ref
+        # SPEC: a non-string label is compared and shown as `str(value)`.
+        try:
+            text = str(value)
+        except Exception:  # noqa: BLE001 - huge ints, hostile objects
+            text = _value_text(value)
+    return None if not text or text.isspace() else text
 
 
-def _group_target(group: _SqlGroup) -> CitationTarget | None:
-    if not group.typed or not group.refs:
+# The columns that decide a row's account (SPEC section 3), and the fallback
+# ones that matter only when `source_account_id` holds no id.
+_ACCOUNT_COLUMNS = ("source_account_id", "source")
+_FALLBACK_ID_COLUMNS = ("snaptrade_account_id", "manual_account_uuid", "account_uuid", "account_id")
+
+
+def _sql_groups_by_rows(rows: list[object], label_column: str) -> _SqlGroups:
+    """The general path: one Python pass; rows are kept per group."""
+    groups = _SqlGroups()
+    by_label = groups.by_label
+    for row in rows:
+        if type(row) is dict or isinstance(row, Mapping):
+            label = row.get(label_column)
+            group = by_label.get(label) if type(label) is str else None
+        else:
+            label = group = None
+        if group is None:
+            if type(label) is str or label is None:
+                group = groups.for_str_label(label)  # type: ignore[arg-type]
+            else:
+                group = groups.for_label(label)
+        group.rows.append(row)
+        if not group.typed:
+            continue
+        # A key that decides the row's account: `(source_account_id, source)`
+        # when the id is a string (deciding only if it is a valid id: it is
+        # remembered only then), else the fallback columns. A repeated key
+        # costs a set lookup instead of the regex.
+        sid = row.get("source_account_id")  # type: ignore[union-attr]
+        if type(sid) is str:
+            key: tuple[object, ...] | None = (sid, row.get("source"))  # type: ignore[union-attr]
+        else:
+            key = (
+                row.get("snaptrade_account_id"),  # type: ignore[union-attr]
+                row.get("manual_account_uuid"),  # type: ignore[union-attr]
+                row.get("account_uuid"),  # type: ignore[union-attr]
+                row.get("account_id"),  # type: ignore[union-attr]
+            )
+        try:
+            if key in group.seen:
+                continue
+        except TypeError:  # an unhashable value: decide this row the slow way
+            key = None
+        ref = account_ref_from_row(row)  # type: ignore[arg-type]
+        group.fold(ref)
+        if ref is not None and key is not None and (len(key) != 2 or ref.account_id == sid):
+            # A fallback column never yields `sid` itself (it was not a valid
+            # id then), so `ref.account_id == sid` means step 1 decided.
+            group.seen.add(key)
+    return groups
+
+
+def _any_row_has(rows: list[object], column: str) -> bool:
+    """Whether some row has `column` (C-level scan; `TypeError` on a non-dict row)."""
+    return any(map(dict.__contains__, rows, repeat(column)))
+
+
+def _distinct_keys(rows: list[object], columns: tuple[str, ...]) -> list[tuple[object, ...]]:
+    """The distinct tuples of `columns` values over `rows`, in first-seen order.
+
+    A missing key counts as null. C-level passes only. Raises `TypeError` for
+    a row that is not a dict or an unhashable value.
+    """
+    try:
+        # One C call per row when every row has every column (the usual SQL
+        # result); a single column gives bare values, wrapped after dedup.
+        if len(columns) == 1:
+            return [(value,) for value in dict.fromkeys(map(itemgetter(columns[0]), rows))]
+        return list(dict.fromkeys(map(itemgetter(*columns), rows)))
+    except KeyError:
+        get = dict.get
+        return list(dict.fromkeys(zip(*(map(get, rows, repeat(column)) for column in columns))))
+
+
+def _sql_groups_by_keys(rows: list[object], label_column: str) -> _SqlGroups | None:
+    """The fast path, or `None` when it does not apply (see the section comment)."""
+    try:
+        # Columns no row has are null everywhere: leave them out of the keys.
+        columns = (label_column,) + tuple(c for c in _ACCOUNT_COLUMNS if _any_row_has(rows, c))
+        if "source_account_id" in columns:
+            keys = _distinct_keys(rows, columns)
+            decided = all(type(key[1]) is str and is_account_id(key[1]) for key in keys)
+        else:
+            keys, decided = [], False
+        if not decided:
+            # Some rows hold no valid source_account_id: the fallback id
+            # columns decide them, so they join the keys.
+            fallbacks = tuple(c for c in _FALLBACK_ID_COLUMNS if _any_row_has(rows, c))
+            if fallbacks or not keys:
+                columns += fallbacks
+                keys = _distinct_keys(rows, columns)
+    except TypeError:  # a row that is not a dict, or an unhashable value
         return None
-    refs = tuple(group.refs.values())
-    if len(refs) == 1:
-        return AccountTarget(refs[0].account_id, refs[0].provider)
-    return AccountsTarget(refs)
+    if any(type(key[0]) is not str and key[0] is not None for key in keys):
+        # 1, 1.0 and True are one dict key but three labels ("1", "1.0", "True").
+        return None
+    groups = _SqlGroups()
+    for key in keys:
+        group = groups.for_str_label(key[0])  # type: ignore[arg-type]
+        if group.typed:
+            # The key holds every column the rule reads, so the rule runs on it.
+            group.fold(account_ref_from_row(dict(zip(columns, key))))
+    return groups
+
+
+def _label_values(rows: list[object], label_column: str) -> Iterator[object]:
+    """Each row's label value, null when missing (fast path: every row is a dict)."""
+    try:
+        return iter(list(map(itemgetter(label_column), rows)))
+    except KeyError:
+        return map(dict.get, rows, repeat(label_column))
+
+
+class _LazyBuckets:
+    """The fast path's rows per block, bucketed in one pass on first use.
+
+    Recording a turn needs no texts, so it never pays for this pass.
+    """
+
+    __slots__ = ("_buckets", "_groups", "_label_column", "_rows")
+
+    def __init__(self, rows: list[object], label_column: str, groups: _SqlGroups) -> None:
+        self._rows = rows
+        self._label_column = label_column
+        self._groups = groups
+        self._buckets: dict[str, list[object]] | None = None
+
+    def rows_of(self, source: str) -> Callable[[], list[object]]:
+        return lambda: self._bucket(source)
+
+    def _bucket(self, source: str) -> list[object]:
+        if self._buckets is None:
+            groups = self._groups
+            source_of_group = {id(group): src for src, group in groups.by_source.items()}
+            # Labels are str or None on the fast path; each was registered.
+            source_of = {label: source_of_group[id(group)] for label, group in groups.by_label.items()}
+            buckets: dict[str, list[object]] = {src: [] for src in groups.by_source}
+            for row, label in zip(self._rows, _label_values(self._rows, self._label_column)):
+                buckets[source_of[label]].append(row)
+            self._buckets = buckets
+        return self._buckets[source]
 
 
 def _execute_sql(output: Mapping[str, object]) -> list[SearchResult]:
@@ -425,39 +625,20 @@ def _execute_sql(output: Mapping[str, object]) -> list[SearchResult]:
         texts = RowTexts(rows, columns, EMPTY_ROWS_TEXT)
         return [SearchResult(PORTFOLIO_SOURCE, PORTFOLIO_TITLE, texts, _PORTFOLIO)]
 
-    groups: dict[str, _SqlGroup] = {}  # source -> group, in first-seen order
-    by_label: dict[str, _SqlGroup] = {}  # label text -> group (slugify once per label)
-    portfolio: _SqlGroup | None = None
-    for row in rows:
-        label = row.get(label_column) if type(row) is dict else None
-        group = by_label.get(label) if type(label) is str else None
-        if group is None:
-            # First sight of this label (or a null / non-string one).
-            text = _label_text(label)
-            if text is None:
-                if portfolio is None:
-                    portfolio = groups[PORTFOLIO_SOURCE] = _SqlGroup(PORTFOLIO_TITLE, False)
-                group = portfolio
-            else:
-                group = by_label.get(text)
-                if group is None:
-                    source = ACCOUNT_SOURCE_PREFIX + (slugify(text) or "account")
-                    group = groups.get(source)
-                    if group is None:
-                        group = groups[source] = _SqlGroup(text, True)
-                    by_label[text] = group
-            if type(label) is str:
-                by_label[label] = group  # blank labels too: they map to the portfolio
-        group.rows.append(row)
-        if group.typed:
-            _merge_row_account(group, row)  # type: ignore[arg-type]
+    rows_of: Callable[[str], list[object] | Callable[[], list[object]]]
+    groups = _sql_groups_by_keys(rows, label_column)
+    if groups is None:
+        groups = _sql_groups_by_rows(rows, label_column)
+        rows_of = lambda source: groups.by_source[source].rows  # type: ignore[union-attr]  # noqa: E731
+    else:
+        rows_of = _LazyBuckets(rows, label_column, groups).rows_of
 
     results = []
-    for source, group in groups.items():
-        target = _PORTFOLIO if group is portfolio else _group_target(group)
+    for source, group in groups.by_source.items():
+        target = _PORTFOLIO if group is groups.portfolio else group.target()
         # Labelled rows always render non-blank ("account_name: ..."), so the
-        # fallback only guards the invariant.
-        texts = RowTexts(group.rows, columns, EMPTY_ROWS_TEXT)
+        # fallback text only guards the invariant.
+        texts = RowTexts(rows_of(source), columns, EMPTY_ROWS_TEXT)
         results.append(SearchResult(source, group.title, texts, target))
     return results
 
@@ -475,9 +656,13 @@ def _reject_constant(name: str) -> object:
     raise _StrictJSONError(name)
 
 
+# RFC 8259 whitespace only: str.strip() would also drop e.g. U+00A0.
+_JSON_WHITESPACE = " \t\n\r"
+
+
 def _parse_document(text: str) -> object | None:
     """`text` as a strict-JSON object or list, else `None`."""
-    stripped = text.strip()
+    stripped = text.strip(_JSON_WHITESPACE)
     if not stripped or stripped[0] not in "[{":
         return None  # cheap: scalars and prose never start with a bracket
     try:
@@ -495,7 +680,7 @@ def _stdout_pieces(stdout: str) -> list[tuple[object | None, str]]:
     """
     document = _parse_document(stdout)
     if document is not None:
-        return [(document, stdout.strip())]
+        return [(document, stdout.strip(_JSON_WHITESPACE))]
     pieces: list[tuple[object | None, str]] = []
     run: list[str] = []
     for line in stdout.split("\n"):
@@ -506,7 +691,7 @@ def _stdout_pieces(stdout: str) -> list[tuple[object | None, str]]:
         if run:
             pieces.append((None, "\n".join(run).strip("\r\n")))
             run = []
-        pieces.append((document, line.strip()))
+        pieces.append((document, line.strip(_JSON_WHITESPACE)))
     if run:
         pieces.append((None, "\n".join(run).strip("\r\n")))
     return pieces

@@ -72,6 +72,15 @@ def _provider_or_none(value: object) -> Provider | None:
     return None
 
 
+def _check_account(account_id: object, provider: object) -> None:
+    """The field rules shared by `AccountRef` and `AccountTarget`."""
+    # Inlined checks: SQL results may build one of these per account group.
+    if not isinstance(account_id, str) or not account_id:
+        raise ValueError("account_id must be a non-empty string")
+    if provider is not None and not (isinstance(provider, str) and provider in PROVIDERS):
+        raise ValueError("provider must be 'plaid', 'manual', 'snaptrade' or None")
+
+
 @dataclass(frozen=True, slots=True)
 class AccountRef:
     """One of the user's accounts: `{"accountId": str, "provider": str | null}`.
@@ -80,18 +89,15 @@ class AccountRef:
     rows may yield; a parsed target may carry any non-empty string).
     `provider` is one of `PROVIDERS` or `None` when the rows did not say.
 
-    Raises `TypeError`/`ValueError` when built with other values, so every
-    `AccountRef` serialises to JSON that `parse_account_ref` reads back equal.
+    Raises `ValueError` when built with other values, so every `AccountRef`
+    serialises to JSON that `parse_account_ref` reads back equal.
     """
 
     account_id: str
     provider: Provider | None = None
 
     def __post_init__(self) -> None:
-        if not _is_nonempty_str(self.account_id):
-            raise ValueError("account_id must be a non-empty string")
-        if self.provider is not None and _provider_or_none(self.provider) is None:
-            raise ValueError("provider must be 'plaid', 'manual', 'snaptrade' or None")
+        _check_account(self.account_id, self.provider)
 
     def to_json(self) -> dict[str, Any]:
         """`{"accountId": ..., "provider": ...}` (SPEC section 2)."""
@@ -204,7 +210,7 @@ class AccountTarget(CitationTarget):
     provider: Provider | None = None
 
     def __post_init__(self) -> None:
-        AccountRef(self.account_id, self.provider)  # same validation, one place
+        _check_account(self.account_id, self.provider)
 
     @property
     def ref(self) -> AccountRef:

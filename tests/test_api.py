@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from chat.models import ChatLog
 from chat.services import record_turn
-from tests.cases import case_ids, load_cases
+from tests.cases import MISSING_REASON, load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +19,7 @@ TURNS = load_cases("turns.json")
 
 def test_detail_serves_the_golden_turns_as_stored(token_client, maya):
     if not TURNS:
-        pytest.skip("../shared/cases not found")
+        pytest.skip(MISSING_REASON)
     for case in TURNS:
         record_turn(case["record"])
     session_id = TURNS[0]["record"]["session"]["id"]

@@ -11,7 +11,7 @@ from citations.turn import (
     parse_turn_record,
     utf16_length,
 )
-from tests.cases import case_ids, load_cases
+from tests.cases import golden_params, load_cases
 
 TURNS = load_cases("turns.json")
 BAD_TURNS = load_cases("bad_turns.json")
@@ -27,7 +27,7 @@ def _step(*blocks):
     return AssistantEvent({"type": "message", "role": "assistant", "model": "m", "content": list(blocks)})
 
 
-@pytest.mark.parametrize("case", TURNS, ids=case_ids(TURNS))
+@pytest.mark.parametrize("case", golden_params(TURNS))
 def test_golden_turn_assembles_as_expected(case):
     turn = parse_turn_record(case["record"])
     assembled = assemble_turn(turn.events)
@@ -36,7 +36,7 @@ def test_golden_turn_assembles_as_expected(case):
     assert assembled.inline_citations == case["expect"]["inline_citations"]
 
 
-@pytest.mark.parametrize("case", BAD_TURNS, ids=case_ids(BAD_TURNS))
+@pytest.mark.parametrize("case", golden_params(BAD_TURNS))
 def test_golden_bad_turn_names_its_path(case):
     with pytest.raises(TurnRecordError) as raised:
         parse_turn_record(case["record"])
