@@ -16,6 +16,8 @@ $(BIN)/.installed: requirements.txt
 
 install: $(BIN)/.installed
 
+# The demo serves with DEBUG on (local only) so runserver serves the admin's CSS.
+run: export DJANGO_DEBUG ?= true
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)

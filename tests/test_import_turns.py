@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from chat.models import ChatLog, ChatSession
-from tests.cases import load_cases
+from tests.cases import MISSING_REASON, load_cases
 
 pytestmark = pytest.mark.django_db
 TURNS = load_cases("turns.json")
@@ -51,7 +51,7 @@ def _record(n, user="maya", **extra):
 
 def test_imports_golden_turns_and_summarises(tmp_path, maya):
     if not TURNS:
-        pytest.skip("../shared/cases not found")
+        pytest.skip(MISSING_REASON)
     path = tmp_path / "turns.json"
     path.write_text(json.dumps([case["record"] for case in TURNS]))
 
@@ -98,7 +98,8 @@ def test_json_list_reports_the_line_each_record_starts_on(tmp_path, maya):
     del bad["user_message"]
     path = tmp_path / "list.json"
     path.write_text(json.dumps([_record(1), bad], indent=2))
-    start_of_second = path.read_text().splitlines().index("  {", 1) + 1
+    record_starts = [n for n, line in enumerate(path.read_text().splitlines(), start=1) if line == "  {"]
+    start_of_second = record_starts[1]
 
     code, _, err = _run(path)
 

@@ -36,7 +36,10 @@ class Command(BaseCommand):
         self.counts: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
         files = self._expand(paths)
-        override = self._user(user, "--user") if user is not None else None
+        try:
+            override = self._user(user, "--user") if user is not None else None
+        except TurnRecordError as error:
+            raise CommandError(str(error), returncode=1) from None
 
         for path in files:
             self._import_file(path, override)
