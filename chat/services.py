@@ -89,7 +89,7 @@ def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn
             raise
         return SavedTurn(existing, created=False)
 
-    logger.info("recorded turn %s in session %s (%d citations)", log.id, session.id, len(assembled.inline_citations))
+    logger.debug("recorded turn %s in session %s (%d citations)", log.id, session.id, len(assembled.inline_citations))
     return SavedTurn(log, created=True)
 
 

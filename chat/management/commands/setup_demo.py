@@ -41,7 +41,7 @@ class Command(BaseCommand):
         self.stdout.write("List the sessions:")
         self.stdout.write(f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/")
         if session is not None:
-            self.stdout.write(f"One session, with typed targets on every citation ({session.title or session.id}):")
+            self.stdout.write(f"One session with its citations and their targets ({session.title or session.id}):")
             self.stdout.write(
                 f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/{session.id}/ | python3 -m json.tool"
             )
