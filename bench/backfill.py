@@ -1,0 +1,328 @@
+"""Benchmark: the citation-target backfill against a raw psycopg baseline (SPEC section 12).
+
+    .venv/bin/python bench/backfill.py                  # 100,000 rows
+    .venv/bin/python bench/backfill.py --rows 20000     # `make bench`
+    .venv/bin/python bench/backfill.py --rows 1000000   # a few minutes
+    .venv/bin/python bench/backfill.py --all-old        # worst case: every row changes
+
+Needs PostgreSQL: `--database-url`, else DATABASE_URL when it is a
+postgres:// URL, else postgres://postgres@127.0.0.1:5432/test. The bench
+creates its own scratch database on that server (`CREATE DATABASE`, so the
+role needs CREATEDB), migrates it, and drops it at the end whatever happens;
+no other database is touched.
+
+In one run it
+1. loads N `ai_chat_logs` rows with COPY (psycopg, not the ORM): a seeded mix
+   of old rows the backfill types, old rows it must leave untyped, rows the
+   service saved with targets, and a few malformed rows;
+2. times the baseline: plain psycopg reading `id, citations, inline_citations`
+   in the same primary-key batches and writing each batch back unchanged
+   with one `UPDATE ... FROM unnest(...)`, one transaction per batch;
+3. times `chat.backfill.backfill_citation_targets` (what the command and the
+   migration run) over the same rows with the same batch size, then a second
+   run, which must change nothing;
+and prints rows/s for each, the backfill/baseline ratio (goal: at least 0.5)
+and the peak resident memory after each phase (it must not grow with N).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import resource
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test"
+ALIAS = "backfill_bench"
+GOAL_RATIO = 0.5
+
+COPY_COLUMNS = (
+    "id", "session_id", "user_id", "user_message", "response", "citations", "inline_citations", "prompt_version",
+    "model", "created_at", "citation_count", "typed_count", "untyped_count", "malformed_count", "target_kinds",
+    "account_ids", "sources",
+)  # fmt: skip
+
+TICKERS = ["AAPL", "MSFT", "NVDA", "brk.b", "VTI", "GOOGL", "tsla", "SPY"]
+LIBRARY = ["silvia://tax-authority/irs/p590a.md", "silvia://credit-card-corpus/chase/sapphire.md", "silvia://mortgage-code/cfr/12/1026.md"]
+UNTYPEABLE = [
+    "silvia://your-account/checking",
+    "silvia://your-account/brokerage",
+    "https://www.irs.gov/publications/p590a",
+    "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/",
+    "silvia://search/search_web",
+]
+WORDS = "the total balance of your account rose fell by percent since last month while fees interest dividends were paid".split()
+
+
+def _peak_rss_mib() -> float:
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(low, high)))
+
+
+def _source(rng: random.Random, row_kind: str) -> tuple[str, dict[str, Any] | None]:
+    """A source and the target the service would have given it."""
+    if row_kind == "old-untypeable":
+        return rng.choice(UNTYPEABLE), None
+    roll = rng.random()
+    if roll < 0.2:
+        return "silvia://your-portfolio", {"kind": "portfolio"}
+    if roll < 0.35:
+        return rng.choice(["silvia://analysis", "silvia://market-data/finnhub"]), {"kind": "analysis"}
+    if roll < 0.55:
+        ticker = rng.choice(TICKERS)
+        return f"silvia://market-data/finnhub/{ticker}", {"kind": "market_data", "ticker": ticker.upper()}
+    if roll < 0.7:
+        source = rng.choice(LIBRARY)
+        kind = {"tax": "tax_reference", "cre": "card_document", "mor": "mortgage_reference"}[source[9:12]]
+        return source, {"kind": kind, "url": None}
+    if roll < 0.85 and row_kind == "typed":
+        account_id = "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(37))
+        return "silvia://your-account/checking", {"kind": "account", "accountId": account_id, "provider": "plaid"}
+    return rng.choice(UNTYPEABLE), None
+
+
+def generate_row(rng: random.Random, *, all_old: bool = False) -> tuple[str, Any, Any]:
+    """(row kind, citations, inline_citations) of one realistic row.
+
+    35% old rows with sources the backfill types (mixed with untypeable ones),
+    25% old rows it leaves untyped, 39.8% rows saved with targets, 0.2%
+    malformed. With `all_old`, every row is an old one the backfill types.
+    """
+    roll = 0.1 if all_old else rng.random()
+    if roll < 0.002:
+        bad = rng.choice([None, {"source": "silvia://analysis"}, json.dumps([{"source": "silvia://analysis"}]), [{"source": "silvia://analysis"}, 1]])
+        return "malformed", bad, [{"source": "silvia://analysis", "title": "Analysis", "cited_text": "x", "start": 0, "end": 1}]
+    row_kind = "old-typeable" if roll < 0.352 else "old-untypeable" if roll < 0.602 else "typed"
+    citations: list[dict[str, Any]] = []
+    inline: list[dict[str, Any]] = []
+    position = 0
+    for _ in range(rng.randint(1, 6)):
+        source, target = _source(rng, row_kind)
+        entry: dict[str, Any] = {"source": source, "title": _text(rng, 1, 5), "cited_text": _text(rng, 6, 30)}
+        if row_kind == "typed" and target is not None:
+            entry["target"] = target
+        citations.append(entry)
+        for _ in range(rng.randint(1, 2)):
+            start = position + rng.randint(0, 80)
+            position = start + rng.randint(5, 60)
+            inline.append({**{k: v for k, v in entry.items() if k != "target"}, "start": start, "end": position, **({"target": target} if "target" in entry else {})})
+    return row_kind, citations, inline
+
+
+def load_rows(url: str, *, rows: int, session_ids: list[uuid.UUID], user_id: int, seed: int, all_old: bool = False) -> int:
+    """COPY `rows` generated rows into the scratch table; returns how many the backfill must change."""
+    import psycopg
+
+    from chat.services import citation_summary_fields
+    from citations.backfill import backfill_citation_list
+
+    rng = random.Random(seed)
+    created = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    expected_changes = 0
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+        with cursor.copy(f"COPY ai_chat_logs ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
+            for n in range(rows):
+                row_kind, citations, inline = generate_row(rng, all_old=all_old)
+                c_result, i_result = backfill_citation_list(citations), backfill_citation_list(inline)
+                if c_result is not None and i_result is not None and (c_result.changed or i_result.changed):
+                    expected_changes += 1
+                summary = citation_summary_fields(citations, inline)
+                copy.write_row(
+                    (
+                        uuid.UUID(int=rng.getrandbits(128), version=4),
+                        session_ids[n % len(session_ids)],
+                        user_id,
+                        _text(rng, 4, 20),
+                        _text(rng, 60, 250),
+                        json.dumps(citations),
+                        json.dumps(inline),
+                        "v5" if row_kind == "typed" else "legacy",
+                        "claude-sonnet-4-5-20250929",
+                        created + dt.timedelta(seconds=n),
+                        *summary.values(),
+                    )
+                )
+    return expected_changes
+
+
+def run_baseline(url: str, *, batch_size: int) -> int:
+    """Raw psycopg: read each batch, write it back unchanged in one statement; returns rows read."""
+    import psycopg
+    from psycopg.types.string import TextLoader
+
+    done = 0
+    last = None
+    with psycopg.connect(url) as conn:
+        # JSON stays text: the cheapest possible read and write.
+        conn.adapters.register_loader("jsonb", TextLoader)
+        while True:
+            with conn.transaction():
+                if last is None:
+                    rows = conn.execute("SELECT id, citations, inline_citations FROM ai_chat_logs ORDER BY id LIMIT %s", [batch_size]).fetchall()
+                else:
+                    rows = conn.execute(
+                        "SELECT id, citations, inline_citations FROM ai_chat_logs WHERE id > %s ORDER BY id LIMIT %s", [last, batch_size]
+                    ).fetchall()
+                if not rows:
+                    break
+                ids, citations, inline = (list(column) for column in zip(*rows))
+                conn.execute(
+                    "UPDATE ai_chat_logs AS t SET citations = v.citations, inline_citations = v.inline_citations "
+                    "FROM unnest(%s::uuid[], %s::jsonb[], %s::jsonb[]) AS v(id, citations, inline_citations) WHERE t.id = v.id",
+                    [ids, citations, inline],
+                )
+            done += len(rows)
+            last = rows[-1][0]
+            if len(rows) < batch_size:
+                break
+    return done
+
+
+def _vacuum(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE ai_chat_logs")
+
+
+def _setup_django(scratch_url: str) -> None:
+    """Configure Django from silvia.settings and add the scratch database as `ALIAS`."""
+    import django
+    import environ
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    django.setup()
+    from django.conf import settings
+    from django.db import connections
+
+    config = connections.configure_settings({"default": environ.Env.db_url_config(scratch_url)})["default"]
+    settings.DATABASES[ALIAS] = config
+    connections.settings[ALIAS] = config
+
+
+def run(*, rows: int, batch_size: int, database_url: str, all_old: bool = False, seed: int = 4) -> dict[str, Any]:
+    """Create the scratch database, run both passes, drop it; returns the figures."""
+    import psycopg
+    from psycopg import sql
+
+    server = psycopg.conninfo.conninfo_to_dict(database_url)
+    scratch_name = f"silvia_bench_backfill_{os.getpid()}_{random.randrange(1 << 30)}"
+    scratch_url = psycopg.conninfo.make_conninfo(database_url, dbname=scratch_name)
+    scratch_dsn = "postgres://{user}@{host}:{port}/{name}".format(
+        user=server.get("user", "postgres"), host=server.get("host", "127.0.0.1"), port=server.get("port", 5432), name=scratch_name
+    )
+    if server.get("password"):
+        scratch_dsn = scratch_dsn.replace("@", f":{server['password']}@", 1)
+    with psycopg.connect(database_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch_name)))
+    figures: dict[str, Any] = {"rows": rows, "batch_size": batch_size, "all_old": all_old, "rss_start_mib": _peak_rss_mib()}
+    try:
+        _setup_django(scratch_dsn)
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+        from django.db import connections
+
+        from chat.backfill import backfill_citation_targets
+        from chat.models import ChatLog, ChatSession
+
+        call_command("migrate", database=ALIAS, verbosity=0)
+        user = get_user_model().objects.db_manager(ALIAS).create(username="bench")
+        sessions = [ChatSession.objects.using(ALIAS).create(user=user, title=f"bench {n}").id for n in range(50)]
+
+        started = time.perf_counter()
+        expected_changes = load_rows(scratch_url, rows=rows, session_ids=sessions, user_id=user.pk, seed=seed, all_old=all_old)
+        figures["load_seconds"] = time.perf_counter() - started
+        figures["rss_after_load_mib"] = _peak_rss_mib()
+        _vacuum(scratch_url)
+
+        started = time.perf_counter()
+        baseline_rows = run_baseline(scratch_url, batch_size=batch_size)
+        figures["baseline_seconds"] = time.perf_counter() - started
+        figures["rss_after_baseline_mib"] = _peak_rss_mib()
+        # Clear the baseline's dead tuples so both passes meet the same table.
+        _vacuum(scratch_url)
+
+        started = time.perf_counter()
+        report = backfill_citation_targets(model=ChatLog, batch_size=batch_size, using=ALIAS)
+        figures["backfill_seconds"] = time.perf_counter() - started
+        figures["rss_after_backfill_mib"] = _peak_rss_mib()
+
+        started = time.perf_counter()
+        again = backfill_citation_targets(model=ChatLog, batch_size=batch_size, using=ALIAS)
+        figures["rerun_seconds"] = time.perf_counter() - started
+        figures["rss_after_rerun_mib"] = _peak_rss_mib()
+
+        assert baseline_rows == rows == report.rows_scanned == again.rows_scanned, (baseline_rows, rows, report.rows_scanned)
+        assert report.rows_changed == expected_changes, (report.rows_changed, expected_changes)
+        assert again.rows_changed == 0
+        figures.update(
+            changed=report.rows_changed,
+            typed=report.typed_total,
+            malformed=len(report.malformed),
+            baseline_rate=rows / figures["baseline_seconds"],
+            backfill_rate=rows / figures["backfill_seconds"],
+            rerun_rate=rows / figures["rerun_seconds"],
+        )
+        figures["ratio"] = figures["backfill_rate"] / figures["baseline_rate"]
+    finally:
+        try:
+            from django.db import connections
+
+            connections[ALIAS].close()
+        except Exception:  # noqa: BLE001 - Django may not have been set up
+            pass
+        with psycopg.connect(database_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch_name)))
+    return figures
+
+
+def format_figures(f: dict[str, Any]) -> str:
+    met = "met" if f["ratio"] >= GOAL_RATIO else "NOT MET"
+    return "\n".join(
+        [
+            f"backfill bench: {f['rows']} rows{' (all old: every row changes)' if f['all_old'] else ''}, batch size {f['batch_size']} "
+            f"(loaded by COPY in {f['load_seconds']:.1f}s)",
+            f"  baseline (raw psycopg read + unchanged write): {f['baseline_rate']:>9,.0f} rows/s  ({f['baseline_seconds']:.2f}s)",
+            f"  backfill_citation_targets:                     {f['backfill_rate']:>9,.0f} rows/s  ({f['backfill_seconds']:.2f}s; "
+            f"{f['changed']} rows changed, {f['typed']} targets added, {f['malformed']} malformed rows skipped)",
+            f"  second run (changes nothing):                  {f['rerun_rate']:>9,.0f} rows/s  ({f['rerun_seconds']:.2f}s)",
+            f"  ratio backfill/baseline: {f['ratio']:.2f} (goal >= {GOAL_RATIO}: {met})",
+            f"  peak RSS MiB: start {f['rss_start_mib']:.0f}, after load {f['rss_after_load_mib']:.0f}, after baseline "
+            f"{f['rss_after_baseline_mib']:.0f}, after backfill {f['rss_after_backfill_mib']:.0f}, after rerun {f['rss_after_rerun_mib']:.0f}",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="rows to generate (default 100000; try 1000000)")
+    parser.add_argument("--batch-size", type=int, default=1000, help="rows per batch for both passes (default 1000)")
+    parser.add_argument("--all-old", action="store_true", help="worst case: every row is an old row the backfill changes")
+    parser.add_argument("--database-url", help=f"a PostgreSQL server to create the scratch database on (default DATABASE_URL, else {DEFAULT_URL})")
+    args = parser.parse_args(argv)
+    if args.rows < 1 or args.batch_size < 1:
+        parser.error("--rows and --batch-size must be positive")
+    url = args.database_url or os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        url = DEFAULT_URL
+    print(format_figures(run(rows=args.rows, batch_size=args.batch_size, database_url=url, all_old=args.all_old)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

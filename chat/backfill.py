@@ -1,0 +1,395 @@
+"""Typing old `ai_chat_logs` rows in primary-key batches (SPEC section 12).
+
+`backfill_citation_targets` is the one code path behind the data migration
+`chat/migrations/0002_backfill_citation_targets.py` and
+`python manage.py backfill_citation_targets`. It takes the model class so
+that the migration can pass its historical model (`apps.get_model`), and
+otherwise talks to the table through raw SQL on that model's connection:
+instantiating models would cost more than the backfill itself, and the
+batched write has no ORM equivalent (`bulk_update` builds a `CASE` with every
+value quoted in Python).
+
+One batch, at most `batch_size` rows in primary-key order after the last one:
+
+1. Scan without locks: read `id, citations, inline_citations` and work out in
+   Python which rows the rule changes. A row that needs nothing is never
+   locked nor written, so a second run only reads.
+2. In one transaction: lock the rows that need a change (`SELECT ... FOR
+   UPDATE` by id on PostgreSQL), re-read them, recompute from what is stored
+   now, and write the rows that still change with one `UPDATE` (PostgreSQL:
+   `UPDATE ... FROM jsonb_to_recordset(...)`; SQLite: `UPDATE ... FROM (VALUES ...)` in
+   as few statements as its parameter limit allows). A writer that committed
+   between the scan and the lock is therefore never overwritten with stale
+   JSON; one that holds the row makes the batch wait for it.
+
+The only columns written are `citations`, `inline_citations` and their
+summary columns (`chat.services.citation_summary_fields`). Within the JSON,
+an entry that gets a target keeps every key and value, in order, with
+`"target"` appended last (PostgreSQL's jsonb keeps its own key order);
+entries that get none are written back as read.
+
+A row is malformed when either column is not a JSON list of objects (SQL or
+JSON null, an object, a string such as double-encoded JSON, a list holding a
+non-object, or text that is not JSON). It is skipped whole, even when the
+other column could be typed, and reported by id: a half-typed row would
+look repaired to readers while it still needs a person to look at it.
+
+Each batch commits on its own, and the rule is idempotent, so a run stopped
+at any point and started again (from the beginning, or `after` the last
+reported id) finishes the job.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import Model
+
+from chat.services import citation_summary_fields
+from citations.backfill import CitationListBackfill, backfill_citation_list
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "BackfillReport",
+    "MalformedRow",
+    "backfill_citation_targets",
+    "count_rows_to_scan",
+]
+
+DEFAULT_BATCH_SIZE = 1000
+"""Rows per batch: short transactions and locks (milliseconds), few round trips."""
+
+JSON_FIELDS = ("citations", "inline_citations")
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedRow:
+    """A row skipped because a JSON column is not a list of objects."""
+
+    id: str
+    reason: str  # e.g. "citations is null", "inline_citations holds a non-object"
+
+
+@dataclass(slots=True)
+class BackfillReport:
+    """What a run did so far (updated after each committed batch).
+
+    Rows: `rows_scanned` read, `rows_changed` written (with `dry_run`: that
+    would be written). Entries, counted over `citations` and
+    `inline_citations` together, of the rows that are not malformed:
+    `typed` (kind -> targets added), `already_typed` (had a `target` key,
+    whatever it held, and were left alone), `left_untyped` (their source
+    determines nothing). `malformed` lists the skipped rows in id order.
+    `last_id` is the id of the last row of the last committed batch (pass it
+    as `after` to resume); `finished` is False when `max_batches` stopped the
+    run before the end of the table.
+    """
+
+    dry_run: bool = False
+    batches: int = 0
+    rows_scanned: int = 0
+    rows_changed: int = 0
+    typed: Counter[str] = field(default_factory=Counter)
+    already_typed: int = 0
+    left_untyped: int = 0
+    malformed: list[MalformedRow] = field(default_factory=list)
+    last_id: str | None = None
+    finished: bool = False
+
+    @property
+    def typed_total(self) -> int:
+        return sum(self.typed.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _RowPlan:
+    """One row worked out in Python: the malformed reason, or both lists."""
+
+    malformed: str | None
+    citations: CitationListBackfill | None = None
+    inline_citations: CitationListBackfill | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.malformed is None and (self.citations.changed or self.inline_citations.changed)  # type: ignore[union-attr]
+
+
+def backfill_citation_targets(
+    *,
+    model: type[Model],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    after: uuid.UUID | str | None = None,
+    dry_run: bool = False,
+    max_batches: int | None = None,
+    on_batch: Callable[[BackfillReport], None] | None = None,
+    using: str = DEFAULT_DB_ALIAS,
+) -> BackfillReport:
+    """Add the targets a citation's `source` alone determines to the rows of
+    `model`'s table (SPEC section 12), in primary-key batches.
+
+    `model` is `chat.models.ChatLog` or the migration's historical model: any
+    model with a UUID primary key, the two JSON fields and the summary fields
+    of `citation_summary_fields`. Rows are visited in primary-key order,
+    starting after `after` (a UUID or its text) when given. `dry_run` reads
+    and counts but locks and writes nothing. `max_batches` stops after that
+    many batches (`report.finished` is then False unless the table ended).
+    `on_batch(report)` is called after each committed batch, with the running
+    report; an exception it raises stops the run, the batches before it
+    staying committed.
+
+    Memory is bounded by one batch. Raises `ValueError` for a `batch_size` or
+    `max_batches` below 1 or an `after` that is not a UUID; database errors
+    propagate (the failing batch is rolled back, earlier ones stay).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    if max_batches is not None and max_batches < 1:
+        raise ValueError(f"max_batches must be at least 1, not {max_batches}")
+    table = _Table(model, using)
+    report = BackfillReport(dry_run=dry_run)
+    cursor_id = table.db_id(after) if after is not None else None
+    while max_batches is None or report.batches < max_batches:
+        scanned = table.scan(cursor_id, batch_size)
+        if not scanned:
+            report.finished = True
+            break
+        _run_batch(table, scanned, report, dry_run=dry_run)
+        cursor_id = scanned[-1][0]
+        report.batches += 1
+        report.last_id = table.text_id(cursor_id)
+        if len(scanned) < batch_size:
+            report.finished = True
+        if settings.DEBUG:
+            # With DEBUG on, Django keeps the SQL of the last 9000 queries, and
+            # a write's SQL holds a whole batch of JSON: keep memory to one batch.
+            table.connection.queries_log.clear()
+        if on_batch is not None:
+            on_batch(report)
+        if report.finished:
+            break
+    return report
+
+
+def count_rows_to_scan(*, model: type[Model], after: uuid.UUID | str | None = None, using: str = DEFAULT_DB_ALIAS) -> int:
+    """The number of rows a run starting `after` that id would scan (for progress bars).
+
+    Raises `ValueError` for an `after` that is not a UUID.
+    """
+    table = _Table(model, using)
+    return table.count(table.db_id(after) if after is not None else None)
+
+
+def _run_batch(table: _Table, scanned: list[tuple[Any, Any, Any]], report: BackfillReport, *, dry_run: bool) -> None:
+    """Plan, lock, re-read and write one batch, then add it to `report`.
+
+    The report changes only once the batch has committed, so an interrupted
+    batch is counted by the run that redoes it.
+    """
+    plans = {row[0]: _plan_row(table, row[1], row[2]) for row in scanned}
+    changed = [row for row in scanned if plans[row[0]].changed]
+    if changed and not dry_run:
+        stored = {row[0]: (row[1], row[2]) for row in changed}
+        with transaction.atomic(using=table.alias):
+            fresh = table.lock_and_read([row[0] for row in changed])
+            for row_id in stored.keys() - {row[0] for row in fresh}:
+                del plans[row_id]  # deleted since the scan: nothing to count
+            writes = []
+            for row_id, citations, inline_citations in fresh:
+                if (citations, inline_citations) != stored[row_id]:
+                    # Another writer committed since the scan: decide on what
+                    # is stored now, never on what was scanned.
+                    plans[row_id] = _plan_row(table, citations, inline_citations)
+                if plans[row_id].changed:
+                    writes.append((row_id, plans[row_id]))
+            table.write(writes)
+    report.rows_scanned += len(scanned)
+    for row_id, plan in plans.items():
+        if plan.malformed is not None:
+            report.malformed.append(MalformedRow(table.text_id(row_id), plan.malformed))
+            continue
+        report.rows_changed += plan.changed
+        for result in (plan.citations, plan.inline_citations):
+            report.typed.update(result.typed)  # type: ignore[union-attr]
+            report.already_typed += result.already_typed  # type: ignore[union-attr]
+            report.left_untyped += result.left_untyped  # type: ignore[union-attr]
+
+
+def _plan_row(table: _Table, citations: Any, inline_citations: Any) -> _RowPlan:
+    """Decode and backfill both columns of one row, or say why it is malformed."""
+    results = []
+    for name, raw in zip(JSON_FIELDS, (citations, inline_citations)):
+        value = table.decode(name, raw)
+        result = backfill_citation_list(value)
+        if result is None:
+            return _RowPlan(malformed=f"{name} {_describe_malformed(value)}")
+        results.append(result)
+    return _RowPlan(None, *results)
+
+
+_NOT_JSON = object()
+
+
+def _describe_malformed(value: Any) -> str:
+    if value is _NOT_JSON:
+        return "is not JSON"
+    if value is None:
+        return "is null"
+    if isinstance(value, list):
+        return "holds a non-object"
+    if isinstance(value, str):
+        return "is a string (double-encoded JSON?)"
+    return f"is {'an object' if isinstance(value, dict) else 'a ' + type(value).__name__}"
+
+
+class _Table:
+    """The SQL of one model's table on one connection (PostgreSQL or SQLite)."""
+
+    def __init__(self, model: type[Model], alias: str) -> None:
+        self.alias = alias
+        self.connection = connections[alias]
+        self.pk = model._meta.pk
+        self.json_fields = {name: model._meta.get_field(name) for name in JSON_FIELDS}
+        # Summary columns come from `citation_summary_fields`; keep only the
+        # ones this (possibly historical) model has.
+        summary_names = list(citation_summary_fields([], []))
+        names = {f.name for f in model._meta.concrete_fields}
+        self.summary_fields = [model._meta.get_field(name) for name in summary_names if name in names]
+        self.written = [self.pk, *self.json_fields.values(), *self.summary_fields]
+        qn = self.connection.ops.quote_name
+        self.table = qn(model._meta.db_table)
+        self.pk_column = qn(self.pk.column)
+        self.columns = ", ".join(qn(f.column) for f in (self.pk, *self.json_fields.values()))
+        self.is_postgresql = self.connection.vendor == "postgresql"
+
+    # ids: the database's representation (UUID on PostgreSQL, 32 hex digits on SQLite)
+    def db_id(self, value: uuid.UUID | str) -> Any:
+        try:
+            parsed = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+        except ValueError:
+            raise ValueError(f"not a UUID: {value!r}") from None
+        return self.pk.get_db_prep_value(parsed, self.connection)
+
+    def text_id(self, db_value: Any) -> str:
+        return str(self.pk.to_python(db_value))
+
+    def decode(self, name: str, raw: Any) -> Any:
+        if not isinstance(raw, (str, bytes)):
+            return raw  # SQL NULL, or a driver that already decoded it
+        try:
+            return json.loads(raw, cls=self.json_fields[name].decoder)
+        except ValueError:
+            # Both databases refuse invalid JSON in these columns (jsonb;
+            # Django's JSON_VALID check on SQLite), but a table restored
+            # without the check must not stop the run.
+            return _NOT_JSON
+
+    def encode(self, name: str, value: Any) -> str:
+        return json.dumps(value, cls=self.json_fields[name].encoder)
+
+    def count(self, after: Any) -> int:
+        where, params = self._after(after)
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {self.table}{where}", params)
+            return cursor.fetchone()[0]
+
+    def scan(self, after: Any, limit: int) -> list[tuple[Any, Any, Any]]:
+        where, params = self._after(after)
+        sql = f"SELECT {self.columns} FROM {self.table}{where} ORDER BY {self.pk_column} LIMIT %s"
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, [*params, limit])
+            return cursor.fetchall()
+
+    def _after(self, after: Any) -> tuple[str, list[Any]]:
+        return (f" WHERE {self.pk_column} > %s", [after]) if after is not None else ("", [])
+
+    def lock_and_read(self, ids: Sequence[Any]) -> list[tuple[Any, Any, Any]]:
+        """Lock these rows (PostgreSQL) and read them as stored now; call inside a transaction."""
+        # Id order: concurrent backfills take their locks in the same order.
+        lock = " " + self.connection.ops.for_update_sql() if self.connection.features.has_select_for_update else ""
+        rows: list[tuple[Any, Any, Any]] = []
+        with self.connection.cursor() as cursor:
+            if self.is_postgresql:
+                cursor.execute(
+                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} = ANY(%s) ORDER BY {self.pk_column}{lock}",
+                    [list(ids)],
+                )
+                return cursor.fetchall()
+            for chunk in _chunks(ids, self._max_params()):
+                placeholders = ", ".join(["%s"] * len(chunk))
+                cursor.execute(
+                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} IN ({placeholders}) ORDER BY {self.pk_column}{lock}",
+                    list(chunk),
+                )
+                rows.extend(cursor.fetchall())
+        return rows
+
+    def write(self, plans: list[tuple[Any, _RowPlan]]) -> None:
+        """Write the JSON and summary columns of these rows; nothing else."""
+        if not plans:
+            return
+        rows = []
+        for row_id, plan in plans:
+            citations = plan.citations.value  # type: ignore[union-attr]
+            inline_citations = plan.inline_citations.value  # type: ignore[union-attr]
+            summary = citation_summary_fields(citations, inline_citations)
+            rows.append((row_id, citations, inline_citations, *(summary[f.name] for f in self.summary_fields)))
+        if self.is_postgresql:
+            self._write_postgresql(rows)
+        else:
+            self._write_sqlite(rows)
+
+    def _write_postgresql(self, rows: list[tuple[Any, ...]]) -> None:
+        # The whole batch travels as one JSON array of row objects, unpacked
+        # by jsonb_to_recordset: one statement and one parameter whatever the
+        # batch size. (Arrays per column, `unnest(%s::jsonb[], ...)`, measured
+        # 2.5x slower: psycopg quotes array elements in Python when binding
+        # client-side, as Django does.)
+        names = [f.column for f in self.written]
+        batch = [dict(zip(names, (str(row[0]), *row[1:]))) for row in rows]
+        qn = self.connection.ops.quote_name
+        definitions = ", ".join(f"{qn(f.column)} {f.cast_db_type(self.connection)}" for f in self.written)
+        assignments = ", ".join(f"{qn(name)} = v.{qn(name)}" for name in names[1:])
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {self.table} SET {assignments} FROM jsonb_to_recordset(%s::jsonb) AS v({definitions}) "
+                f"WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
+                [json.dumps(batch, cls=self.json_fields["citations"].encoder)],
+            )
+
+    def _write_sqlite(self, rows: list[tuple[Any, ...]]) -> None:
+        # UPDATE ... FROM a VALUES list: one statement per batch unless the
+        # batch has more values than SQLite takes parameters.
+        qn = self.connection.ops.quote_name
+        columns = [qn(f.column) for f in self.written]
+        assignments = ", ".join(f"{c} = v.{c}" for c in columns[1:])
+        row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        encoded = [(row[0], self.encode("citations", row[1]), self.encode("inline_citations", row[2]), *row[3:]) for row in rows]
+        with self.connection.cursor() as cursor:
+            for chunk in _chunks(encoded, max(1, self._max_params() // len(columns))):
+                cursor.execute(
+                    f"WITH v({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(chunk))}) "
+                    f"UPDATE {self.table} SET {assignments} FROM v WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
+                    [value for row in chunk for value in row],
+                )
+
+    def _max_params(self) -> int:
+        # SQLite's real limit (32766 since 3.32) rather than Django's
+        # conservative 999, so that a batch is one statement where possible.
+        self.connection.ensure_connection()
+        raw = self.connection.connection
+        getlimit = getattr(raw, "getlimit", None)
+        if getlimit is not None:
+            return getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        return self.connection.features.max_query_params or 999
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
