@@ -3,9 +3,11 @@ is indistinguishable from a missing one)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, QuerySet
+from django.db.models import Count, JSONField, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from chat.models import ChatLog, ChatSession
 
@@ -32,3 +34,17 @@ def session_get_for_user(*, session_id: str | uuid.UUID, user: AbstractBaseUser)
 def session_messages(*, session: ChatSession) -> QuerySet[ChatLog]:
     """The session's turns, oldest first. One query."""
     return ChatLog.objects.filter(session=session).order_by("created_at", "id")
+
+
+def session_message_rows(*, session: ChatSession, fields: Sequence[str]) -> QuerySet[ChatLog, tuple]:
+    """The session's turns, oldest first, as tuples of the `ChatLog` columns `fields`. One query.
+
+    JSON columns come back as their stored JSON text, not decoded: jsonb's
+    text output on PostgreSQL (keys in jsonb order), the text Django wrote on
+    SQLite (keys in written order). Either is valid JSON with the value a
+    decoded read would give, so a response can embed it as it is.
+    """
+    columns = [
+        Cast(name, TextField()) if isinstance(ChatLog._meta.get_field(name), JSONField) else name for name in fields
+    ]
+    return ChatLog.objects.filter(session=session).order_by("created_at", "id").values_list(*columns)

@@ -1,0 +1,81 @@
+"""`make bench`: every benchmark with small defaults, well under two minutes in all.
+
+    .venv/bin/python bench/run_all.py [--database-url postgres://user@host:5432/postgres]
+
+Runs, each in its own process, printing its figures as it goes:
+
+1. `get_session.py` on PostgreSQL and SQLite (2,000 messages, 20 runs);
+2. `derive.py` at 10,000 and 100,000 rows;
+3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent).
+
+PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
+is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
+benchmarks create and drop their own scratch databases on it. When it does
+not answer, the PostgreSQL parts are skipped and the summary says so. The
+exit status is 1 when a benchmark failed (a goal missed is not a failure: the
+figures say it).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.get_session import DEFAULT_SERVER_URL, postgres_unreachable  # noqa: E402
+
+
+def _run(title: str, command: list[str]) -> tuple[str, float, int]:
+    print(f"\n== {title}", flush=True)
+    started = time.perf_counter()
+    status = subprocess.call([sys.executable, *command], cwd=ROOT)
+    elapsed = time.perf_counter() - started
+    if status:
+        print(f"   exit status {status}", flush=True)
+    return title, elapsed, status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})")
+    args = parser.parse_args(argv)
+    server_url = args.database_url or os.environ.get("DATABASE_URL", "")
+    if not server_url.startswith(("postgres://", "postgresql://")):
+        server_url = DEFAULT_SERVER_URL
+    reason = postgres_unreachable(server_url)
+    notes = []
+    if reason is not None:
+        notes.append(f"PostgreSQL at {server_url} did not answer ({reason}): its figures were skipped")
+
+    started = time.perf_counter()
+    results = [
+        _run(
+            "get_session: GET /api/chat/sessions/<id> vs raw query + orjson",
+            ["bench/get_session.py", "--backend", "both" if reason is None else "sqlite", "--database-url", server_url],
+        ),
+        _run("derive: to_citable_content vs reading label + id columns", ["bench/derive.py", "--rows", "10000", "100000"]),
+    ]
+    if not (BENCH / "backfill.py").is_file():
+        notes.append("bench/backfill.py not found: backfill skipped")
+    elif reason is not None:
+        notes.append("backfill needs PostgreSQL: skipped")
+    else:
+        results.append(_run("backfill: backfill_citation_targets vs raw psycopg", ["bench/backfill.py", "--rows", "20000", "--database-url", server_url]))
+
+    print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
+    for title, elapsed, status in results:
+        print(f"  {'ok    ' if status == 0 else 'FAILED'} {elapsed:5.1f}s  {title}")
+    for note in notes:
+        print(f"  note: {note}")
+    return 1 if any(status for _, _, status in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
