@@ -61,7 +61,7 @@ def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn
     if turn.id is not None:
         existing = _existing_log(turn.id, owner)
         if existing is not None:
-            logger.info("turn %s already stored: skipped", turn.id)
+            logger.debug("turn %s already stored: skipped", turn.id)
             return SavedTurn(existing, created=False)
 
     assembled = assemble_turn(turn.events)

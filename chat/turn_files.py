@@ -12,8 +12,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_decoder = json.JSONDecoder()
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Strict JSON (RFC 8259): Python's decoder would take NaN and Infinity.
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _WHITESPACE = " \t\n\r"
+
+
+def _not_json(error: Exception) -> str:
+    """The message for a value the decoder refused: syntax, a constant that is
+    not JSON, an integer over Python's digit limit, nesting too deep."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON: {error.msg} (column {error.colno})"
+    if isinstance(error, RecursionError):
+        return "not JSON: nested too deeply to read"
+    return f"not JSON: {error}"
+
+
+_DECODE_ERRORS = (ValueError, RecursionError)  # JSONDecodeError is a ValueError
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +62,8 @@ def _json_records(text: str) -> Iterator[FileRecord]:
     if not text.startswith("[", position):
         try:
             value, end = _decoder.raw_decode(text, position)
-        except json.JSONDecodeError as error:
-            yield FileRecord(error.lineno, error=f"not JSON: {error.msg} (column {error.colno})")
+        except _DECODE_ERRORS as error:
+            yield FileRecord(getattr(error, "lineno", _line_of(text, position)), error=_not_json(error))
             return
         if _skip_whitespace(text, end) != len(text):
             yield FileRecord(_line_of(text, end), error="not JSON: extra data after the record")
@@ -59,8 +77,9 @@ def _json_records(text: str) -> Iterator[FileRecord]:
     while True:
         try:
             value, end = _decoder.raw_decode(text, position)
-        except json.JSONDecodeError as error:
-            yield FileRecord(error.lineno, error=f"not JSON: {error.msg} (column {error.colno}); rest of file skipped")
+        except _DECODE_ERRORS as error:
+            line = getattr(error, "lineno", _line_of(text, position))
+            yield FileRecord(line, error=f"{_not_json(error)}; rest of file skipped")
             return
         yield FileRecord(_line_of(text, position), value)
         position = _skip_whitespace(text, end)
@@ -78,9 +97,9 @@ def _jsonl_records(lines: Iterator[str]) -> Iterator[FileRecord]:
         if not line.strip():
             continue
         try:
-            yield FileRecord(number, json.loads(line))
-        except json.JSONDecodeError as error:
-            yield FileRecord(number, error=f"not JSON: {error.msg} (column {error.colno})")
+            yield FileRecord(number, _decoder.decode(line))
+        except _DECODE_ERRORS as error:
+            yield FileRecord(number, error=_not_json(error))
 
 
 def read_turn_records(path: Path) -> Iterator[FileRecord]:
@@ -96,10 +115,11 @@ def read_turn_records(path: Path) -> Iterator[FileRecord]:
         raise TurnFileError(f"{path}: expected a .json or .jsonl file")
     try:
         if suffix == ".jsonl":
-            with path.open(encoding="utf-8") as handle:
+            # utf-8-sig: a byte-order mark some editors write is not part of the JSON.
+            with path.open(encoding="utf-8-sig") as handle:
                 yield from _jsonl_records(handle)
         else:
-            yield from _json_records(path.read_text(encoding="utf-8"))
+            yield from _json_records(path.read_text(encoding="utf-8-sig"))
     except OSError as error:
         raise TurnFileError(f"{path}: cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError as error:

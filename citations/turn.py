@@ -10,6 +10,7 @@ The Django side (`chat.services.record_turn`) only saves the result.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,12 +116,24 @@ def _expect(value: object, kind: type | tuple[type, ...], path: str, what: str) 
         raise TurnRecordError(path, f"expected {what}, got {_describe(value)}")
 
 
+def parse_uuid(value: object) -> uuid.UUID | None:
+    """`value` as a UUID when it is a string in the canonical 8-4-4-4-12 hex
+    form (either case), else None. Stricter than `uuid.UUID`, which also
+    takes braces, `urn:uuid:` and undashed hex: an id has one spelling."""
+    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
+        return uuid.UUID(value)
+    return None
+
+
+_CANONICAL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def _uuid(value: object, path: str) -> uuid.UUID:
     _expect(value, str, path, "a UUID string")
-    try:
-        return uuid.UUID(value)  # type: ignore[arg-type]
-    except ValueError:
-        raise TurnRecordError(path, f"not a UUID: {value!r}") from None
+    parsed = parse_uuid(value)
+    if parsed is None:
+        raise TurnRecordError(path, f"not a UUID (8-4-4-4-12 hex digits): {value!r}")
+    return parsed
 
 
 def _datetime(value: object, path: str) -> dt.datetime:
@@ -130,7 +143,46 @@ def _datetime(value: object, path: str) -> dt.datetime:
     except ValueError:
         raise TurnRecordError(path, f"not an ISO 8601 date-time: {value!r}") from None
     # A time without an offset is taken as UTC, the zone the recorder runs in.
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    try:
+        # In UTC, as stored: 9999-12-31T23:59-05:00 is past what either
+        # database (and Python) can hold, and would break every later read.
+        return parsed.astimezone(dt.timezone.utc)
+    except OverflowError:
+        raise TurnRecordError(path, f"out of range once in UTC: {value!r}") from None
+
+
+def _check_storable_text(record: object) -> None:
+    """Refuse strings PostgreSQL cannot store: NUL characters and lone
+    surrogates (JSON allows both as escapes; jsonb and text columns do not).
+    Checks every key and string value, iteratively (no recursion limit), so
+    both databases accept or refuse the same records."""
+    stack: list[tuple[object, str]] = [(record, "record")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            problem = _text_problem(value)
+            if problem:
+                raise TurnRecordError(path.removeprefix("record.") if path != "record" else path, problem)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if isinstance(key, str) else path
+                if isinstance(key, str) and _text_problem(key):
+                    raise TurnRecordError(child.removeprefix("record."), f"key {_text_problem(key)}")
+                stack.append((item, child))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which cannot be stored"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone UTF-16 surrogate, which is not valid Unicode text"
+    return None
 
 
 def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:
@@ -163,9 +215,10 @@ def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping
         _expect(output.get("content"), str, f"{path}.content", "a string")
         meta = output.get("meta")
         if meta is not None:
+            # The sidecar's fields are not checked: the reader passes them
+            # through, and a `source_url` or `title` that is not a string is
+            # read as absent (SPEC section 4).
             _expect(meta, dict, f"{path}.meta", "an object or null")
-            _optional_str(meta, "source_url", f"{path}.meta")
-            _optional_str(meta, "title", f"{path}.meta")
     elif name == "search_web":
         results = output.get("results")
         _expect(results, list, f"{path}.results", "a list")
@@ -265,6 +318,7 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
 
     events = record.get("events")
     _expect(events, list, "events", "a list")
+    _check_storable_text(record)
     parsed = tuple(_parse_event(event, f"events[{i}]") for i, event in enumerate(events))
     return TurnRecord(
         id=record_id,

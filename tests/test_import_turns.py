@@ -165,3 +165,77 @@ def test_folder_imports_its_json_files(tmp_path, maya):
     (tmp_path / "notes.md").write_text("ignored")
     code, out, _ = _run(tmp_path)
     assert code == 0 and "imported 2" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"n": ' + "9" * 5000 + "}", "not JSON: Exceeds the limit"),
+        ("[" * 100_000 + "]" * 100_000, "not JSON: nested too deeply to read"),
+        ('{"x": NaN}', "not JSON: NaN is not JSON"),
+        ('{"x": -Infinity}', "not JSON: -Infinity is not JSON"),
+    ],
+)
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_values_python_cannot_or_should_not_decode_are_reported(tmp_path, maya, text, message, suffix):
+    path = tmp_path / f"odd{suffix}"
+    path.write_text(text + "\n")
+    code, out, err = _run(path)
+    assert code == 1
+    assert f"{path}:1: {message}" in err
+    assert "Traceback" not in err
+    assert "failed 1" in out
+
+
+def test_a_byte_order_mark_is_not_part_of_the_json(tmp_path, maya):
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_record(1)).encode())
+    jsonl = tmp_path / "bom.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps(_record(2)).encode() + b"\n")
+    code, out, err = _run(path, jsonl)
+    assert code == 0, err
+    assert ChatLog.objects.count() == 2
+
+
+def test_a_bad_file_does_not_stop_the_others(tmp_path, maya):
+    bad = tmp_path / "a.json"
+    bad.write_text('{"n": ' + "9" * 5000 + "}")
+    good = tmp_path / "b.json"
+    good.write_text(json.dumps(_record(1)))
+    code, out, _ = _run(bad, good)
+    assert code == 1 and "imported 1, skipped 0, failed 1" in out
+
+
+def test_text_the_database_cannot_store_is_refused_on_both_databases(tmp_path, maya):
+    record = _record(1)
+    record["user_message"] = "nul \u0000 inside"
+    path = tmp_path / "nul.json"
+    path.write_text(json.dumps(record))
+    code, _, err = _run(path)
+    assert code == 1
+    assert f"{path}:1: user_message: contains a NUL character" in err
+    assert ChatLog.objects.count() == 0 and ChatSession.objects.count() == 0
+
+
+def test_created_at_past_year_9999_in_utc_is_refused(tmp_path, maya):
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(_record(1, created_at="9999-12-31T23:59:59-05:00")))
+    code, _, err = _run(path)
+    assert code == 1 and f"{path}:1: created_at: out of range once in UTC" in err
+    assert ChatLog.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"user": ""}, "--user: expected a username, got an empty string"),
+        ({"user": "x" * 200, "create_users": True}, "--user: cannot create user"),
+        ({"user": "bad name!", "create_users": True}, "--user: cannot create user 'bad name!'"),
+    ],
+)
+def test_usernames_are_checked_before_a_user_is_created(tmp_path, db, options, message):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_record(1)))
+    code, _, err = _run(path, **options)
+    assert code == 1 and message in err
+    assert get_user_model().objects.count() == 0

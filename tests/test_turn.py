@@ -125,3 +125,101 @@ def test_user_is_not_required_when_the_caller_gives_it():
         parse_turn_record(record)
     assert raised.value.path == "user"
     assert parse_turn_record(record, user_given=True).user is None
+
+
+def _record_with(**changes):
+    record = {
+        "session": {"id": "11111111-2222-4333-8444-555555555555"},
+        "user": "maya",
+        "prompt_version": "v5",
+        "user_message": "hi",
+        "events": [
+            {"type": "tool_call", "id": "t", "name": "execute_python", "input": {"code": "print(1)"}, "output": {"stdout": "1\n", "stderr": ""}},
+            _step({"type": "text", "text": "One.", "citations": [_cite(source="silvia://analysis", cited_text="1")]}).message,
+        ],
+    }
+    record["events"][1] = {"type": "assistant", "message": dict(record["events"][1])}
+    record.update(changes)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        ({"user_message": "a\x00b"}, "user_message", "NUL"),
+        ({"user_message": "bad \ud800 surrogate"}, "user_message", "surrogate"),
+        ({"session": {"id": "11111111-2222-4333-8444-555555555555", "title": "x\x00"}}, "session.title", "NUL"),
+        ({"user": "ma\x00ya"}, "user", "NUL"),
+        ({"extra": {"k\x00": 1}}, "extra.k\x00", "key contains a NUL"),
+    ],
+)
+def test_text_postgresql_cannot_store_is_refused_with_its_path(change, path, words):
+    with pytest.raises(TurnRecordError) as raised:
+        parse_turn_record(_record_with(**change))
+    assert raised.value.path == path
+    assert words in raised.value.message
+
+
+def test_unstorable_text_deep_in_a_citation_names_its_path():
+    record = _record_with()
+    record["events"][1]["message"]["content"][0]["citations"][0]["cited_text"] = "\udfff"
+    with pytest.raises(TurnRecordError) as raised:
+        parse_turn_record(record)
+    assert raised.value.path == "events[1].message.content[0].citations[0].cited_text"
+
+
+@pytest.mark.parametrize(
+    ("created_at", "error"),
+    [
+        ("9999-12-31T23:59:59-05:00", "out of range"),
+        ("0001-01-01T00:00:00+05:00", "out of range"),
+        ("2026-13-01T00:00:00Z", "not an ISO 8601"),
+    ],
+)
+def test_created_at_must_be_storable_in_utc(created_at, error):
+    with pytest.raises(TurnRecordError) as raised:
+        parse_turn_record(_record_with(created_at=created_at))
+    assert raised.value.path == "created_at" and error in raised.value.message
+
+
+def test_created_at_is_converted_to_utc():
+    import datetime as dt
+
+    turn = parse_turn_record(_record_with(created_at="2026-11-20T10:00:00-05:00"))
+    assert turn.created_at == dt.datetime(2026, 11, 20, 15, tzinfo=dt.timezone.utc)
+    assert turn.created_at.utcoffset() == dt.timedelta(0)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "{11111111-2222-4333-8444-555555555555}",
+        "urn:uuid:11111111-2222-4333-8444-555555555555",
+        "11111111222243338444555555555555",
+        "11111111-2222-4333-8444-555555555555\n",
+    ],
+)
+def test_only_the_canonical_uuid_spelling_is_an_id(spelling):
+    with pytest.raises(TurnRecordError) as raised:
+        parse_turn_record(_record_with(id=spelling))
+    assert raised.value.path == "id"
+
+
+def test_uppercase_uuid_is_the_same_id():
+    turn = parse_turn_record(_record_with(id="AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE"))
+    assert str(turn.id) == "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+
+
+def test_reader_sidecar_fields_are_passed_through_not_checked():
+    record = _record_with()
+    record["events"].insert(
+        0,
+        {
+            "type": "tool_call",
+            "id": "r",
+            "name": "read_tax_authority",
+            "input": {"path": "irs/a.md"},
+            "output": {"path": "irs/a.md", "content": "text", "meta": {"title": 5, "source_url": ["x"]}},
+        },
+    )
+    assert len(parse_turn_record(record).events) == 3

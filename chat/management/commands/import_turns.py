@@ -7,7 +7,8 @@ from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, transaction
 from tqdm import tqdm
 
 from chat.services import save_turn
@@ -63,10 +64,17 @@ class Command(BaseCommand):
         if username in self.users:
             return self.users[username]
         user_model = get_user_model()
+        if not username:
+            raise TurnRecordError(where, "expected a username, got an empty string")
         found = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
         if found is None:
             if not self.create_users:
                 raise TurnRecordError(where, f"no user named {username!r} (pass --create-users to create it)")
+            field = user_model._meta.get_field(user_model.USERNAME_FIELD)
+            try:
+                field.clean(username, None)  # max length and the username validator
+            except ValidationError as error:
+                raise TurnRecordError(where, f"cannot create user {username!r}: {' '.join(error.messages)}") from None
             # Not cached: the creation may still be rolled back with its record.
             return user_model.objects.create_user(**{user_model.USERNAME_FIELD: username})
         self.users[username] = found
@@ -89,6 +97,11 @@ class Command(BaseCommand):
                     self._import_record(item.value, override)
                 except TurnRecordError as error:
                     self._fail(f"{path}:{item.line}: {error}")
+                except DatabaseError as error:
+                    # Validation should leave nothing for the database to
+                    # refuse; if it does, the record's transaction is rolled
+                    # back and the import goes on.
+                    self._fail(f"{path}:{item.line}: the database refused the record: {error}".rstrip())
         except TurnFileError as error:
             self._fail(str(error))
         finally:
