@@ -10,6 +10,7 @@ from django.db.models import Count, JSONField, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from chat.models import ChatLog, ChatSession
+from citations.turn import parse_uuid
 
 
 def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
@@ -23,10 +24,10 @@ def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
 
 def session_get_for_user(*, session_id: str | uuid.UUID, user: AbstractBaseUser) -> ChatSession | None:
     """The user's session `session_id`, or None when it is missing, another
-    user's, or `session_id` is not a UUID. One query."""
-    try:
-        session_uuid = session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(str(session_id))
-    except ValueError:
+    user's, or `session_id` is not a UUID in its canonical dashed form (no
+    query then). One query."""
+    session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
+    if session_uuid is None:
         return None
     return ChatSession.objects.filter(pk=session_uuid, user=user).first()
 

@@ -61,6 +61,9 @@ def _normalise(path: object) -> str:
     normalised = posixpath.normpath(path)
     if normalised == ".." or normalised.startswith("../"):
         raise CorpusPathError(path, "leaves the corpus folder")
+    if normalised.endswith(SIDECAR_SUFFIX):
+        # A sidecar describes a document; it is not one to cite.
+        raise CorpusPathError(path, f"is a {SIDECAR_SUFFIX} sidecar, not a document")
     return normalised
 
 
@@ -94,7 +97,7 @@ def read_corpus_document(tool_name: str, path: str, *, root: Path) -> CorpusDocu
     Raises `ValueError` for a `tool_name` not in `CORPUS_FOLDERS`, and
     `CorpusPathError` (a `ValueError`) naming the path when it is empty,
     absolute, holds a NUL byte, leaves the folder (lexically or through a
-    symlink), is a directory, is missing, or is not UTF-8 text.
+    symlink), names a sidecar, is a directory, is missing, or is not UTF-8 text.
     """
     try:
         folder_name = CORPUS_FOLDERS[tool_name]

@@ -61,6 +61,10 @@ WSGI_APPLICATION = "silvia.wsgi.application"
 # SQLite under var/ unless DATABASE_URL says otherwise (postgres://user@host:5432/db).
 (BASE_DIR / "var").mkdir(exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}")}
+# A relative SQLite path (`sqlite:///var/db.sqlite3`) is relative to the
+# project, not to wherever a command happens to run.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["NAME"] not in ("", ":memory:"):
+    DATABASES["default"]["NAME"] = str(BASE_DIR / DATABASES["default"]["NAME"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -100,11 +104,27 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Root of the library corpus (SPEC section 8).
-CITATION_CORPUS_ROOT = Path(env.str("CITATION_CORPUS_ROOT", default=str(BASE_DIR / "examples" / "corpus")))
+# Relative to the project when relative.
+CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examples/corpus")
 
+# One console handler. Django's own loggers do not also propagate to the root
+# (that printed each line twice), and the access log drops query strings,
+# which can hold an account id typed into the admin search (SPEC section 9).
+LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+    "filters": {"redact_query": {"()": "silvia.log_filters.RedactQueryString"}},
+    "formatters": {
+        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server", "filters": ["redact_query"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
 }

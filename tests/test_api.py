@@ -150,3 +150,26 @@ def test_schema_describes_the_target_union(client, db):
     for kind in ("web", "tax_reference", "card_document", "mortgage_reference", "market_data", "analysis", "account", "accounts", "portfolio"):
         assert f'"enum": ["{kind}"]' in text, kind
     assert ChatLog.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/chat/sessions//00000000-0000-4000-8000-000000000000/",
+        "/api/chat/sessions/00000000-0000-4000-8000-000000000000//",
+        "/api/chat/sessions/%2F/",
+        "/api/nothing-here/",
+    ],
+)
+def test_unmatched_api_urls_get_the_same_json_404(token_client, url):
+    missing = token_client.get("/api/chat/sessions/00000000-0000-4000-8000-000000000000/")
+    response = token_client.get(url)
+    assert response.status_code == 404
+    assert json.loads(response.content) == json.loads(missing.content) == {"detail": "Not found."}
+
+
+def test_session_ids_have_one_spelling(token_client, maya):
+    session = ChatSessionFactory(user=maya)
+    assert token_client.get(f"/api/chat/sessions/{str(session.id).upper()}/").status_code == 200
+    for spelling in (f"{{{session.id}}}", f"urn:uuid:{session.id}", session.id.hex):
+        assert token_client.get(f"/api/chat/sessions/{spelling}/").status_code == 404, spelling

@@ -175,3 +175,13 @@ def test_example_corpus_has_every_folder_and_reads():
 def test_example_corpus_reads_ecfr_sidecar():
     read = read_corpus_document("read_mortgage_authority", "cfr/12/1026/1026.43.xml", root=EXAMPLES_CORPUS)
     assert read["meta"]["source_url"].startswith("https://www.ecfr.gov/api/versioner/v1/full/")
+
+
+def test_a_sidecar_is_not_a_document(tmp_path):
+    folder = tmp_path / "tax-authority" / "irs"
+    folder.mkdir(parents=True)
+    (folder / "a.md").write_text("text")
+    (folder / "a.md.meta.json").write_text('{"title": "A"}')
+    with pytest.raises(CorpusPathError) as raised:
+        read_corpus_document("read_tax_authority", "irs/a.md.meta.json", root=tmp_path)
+    assert "sidecar" in str(raised.value) and "irs/a.md.meta.json" in str(raised.value)
