@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from citations.citable import to_citable_content
 from citations.registry import TurnRegistry
 
@@ -158,6 +160,8 @@ def _check_storable_text(record: object) -> None:
     surrogates (JSON allows both as escapes; jsonb and text columns do not).
     Checks every key and string value, iteratively (no recursion limit), so
     both databases accept or refuse the same records."""
+    if _all_text_storable(record):
+        return
     stack: list[tuple[object, str]] = [(record, "record")]
     while stack:
         value, path = stack.pop()
@@ -173,6 +177,20 @@ def _check_storable_text(record: object) -> None:
                 stack.append((item, child))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def _all_text_storable(record: object) -> bool:
+    """Fast check for the usual record: encode it once in C and look for a
+    NUL escape or a surrogate. False means "walk it to find the path" (also
+    when the record holds values JSON cannot encode, or a literal `\\u0000`)."""
+    try:
+        # orjson refuses lone surrogates (and anything else it cannot encode,
+        # such as integers past 64 bits) with TypeError; it is ~8x faster
+        # than the stdlib here, which matters on 100,000-row SQL outputs.
+        encoded = orjson.dumps(record)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return b"\\u0000" not in encoded
 
 
 def _text_problem(text: str) -> str | None:

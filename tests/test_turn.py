@@ -223,3 +223,22 @@ def test_reader_sidecar_fields_are_passed_through_not_checked():
         },
     )
     assert len(parse_turn_record(record).events) == 3
+
+
+def test_a_literal_backslash_u0000_is_ordinary_text():
+    turn = parse_turn_record(_record_with(user_message="type \\u0000 to mean NUL"))
+    assert turn.user_message == "type \\u0000 to mean NUL"
+
+
+def test_unstorable_text_is_found_beside_values_the_fast_check_cannot_encode():
+    record = _record_with()
+    record["events"][0] = {
+        "type": "tool_call",
+        "id": "t",
+        "name": "execute_sql",
+        "input": {"query": "q"},
+        "output": {"rows": [{"big": 2**80, "account_name": "Check\x00ing"}]},
+    }
+    with pytest.raises(TurnRecordError) as raised:
+        parse_turn_record(record)
+    assert raised.value.path == "events[0].output.rows[0].account_name"
