@@ -98,6 +98,8 @@ class ChatLogChangeList(ChangeList):
 
 @admin.register(ChatLog)
 class ChatLogAdmin(_ReadOnlyAdmin):
+    """Read-only turns: counts, kind/date/prompt filters and search from the summary columns; a detail page with citation tables."""
+
     list_display = (
         "created_at",
         "question",
@@ -278,6 +280,8 @@ class ChatLogAdmin(_ReadOnlyAdmin):
 
 @admin.register(ChatSession)
 class ChatSessionAdmin(_ReadOnlyAdmin):
+    """Read-only sessions, linked to their logs."""
+
     list_display = ("title_or_id", "user", "created_at", "updated_at")
     list_select_related = ("user",)
     list_per_page = 100

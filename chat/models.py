@@ -12,6 +12,8 @@ from django.utils import timezone
 
 
 class PromptVersion(models.TextChoices):
+    """The system prompt a turn ran under: `v5` asks the model to select account ids, `legacy` is frozen."""
+
     V5 = "v5", "v5"
     LEGACY = "legacy", "legacy"
 

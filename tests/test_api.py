@@ -173,3 +173,15 @@ def test_session_ids_have_one_spelling(token_client, maya):
     assert token_client.get(f"/api/chat/sessions/{str(session.id).upper()}/").status_code == 200
     for spelling in (f"{{{session.id}}}", f"urn:uuid:{session.id}", session.id.hex):
         assert token_client.get(f"/api/chat/sessions/{spelling}/").status_code == 404, spelling
+
+
+def test_list_query_count_is_pinned(token_client, maya):
+    for session in ChatSessionFactory.create_batch(30, user=maya):
+        ChatLogFactory.create_batch(2, session=session)
+    with CaptureQueriesContext(connection) as queries:
+        response = token_client.get("/api/chat/sessions/")
+    assert response.status_code == 200 and len(response.json()["results"]) == 30
+    assert all(s["message_count"] == 2 for s in response.json()["results"])
+    # 1. the token and its user, 2. the paginator's count, 3. the page of
+    # sessions with message_count annotated. Independent of the page size.
+    assert len(queries) == 3, [q["sql"] for q in queries]

@@ -19,6 +19,8 @@ class InlineCitationsField(serializers.JSONField):
 
 
 class ChatSessionListSerializer(serializers.ModelSerializer):
+    """One entry of the sessions list (SPEC section 10); `message_count` is annotated by the selector."""
+
     message_count = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -27,6 +29,8 @@ class ChatSessionListSerializer(serializers.ModelSerializer):
 
 
 class ChatLogSerializer(serializers.ModelSerializer):
+    """One `ai_chat_logs` row as a message (SPEC section 10); the JSON columns exactly as stored."""
+
     citations = CitationsField(read_only=True)
     inline_citations = InlineCitationsField(read_only=True)
 
@@ -36,6 +40,8 @@ class ChatLogSerializer(serializers.ModelSerializer):
 
 
 class ChatSessionDetailSerializer(serializers.ModelSerializer):
+    """A session with its messages, oldest first (SPEC section 10). `chat.api.rendering` produces the same JSON faster."""
+
     messages = ChatLogSerializer(many=True, read_only=True)
 
     class Meta:
