@@ -242,3 +242,46 @@ def test_unstorable_text_is_found_beside_values_the_fast_check_cannot_encode():
     with pytest.raises(TurnRecordError) as raised:
         parse_turn_record(record)
     assert raised.value.path == "events[0].output.rows[0].account_name"
+
+
+# --- property: a record is either refused with a path or assembled --------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=8,
+)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), replacement=_json)
+def test_any_corrupted_record_is_refused_with_a_path_or_assembled(data, replacement):
+    record = _record_with()
+    paths = [p for p in _paths(record) if p]
+    path = data.draw(st.sampled_from(paths))
+    target = record
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = replacement
+    try:
+        turn = parse_turn_record(record)
+    except TurnRecordError as error:
+        assert error.path and error.message
+        return
+    assembled = assemble_turn(turn.events)
+    assert isinstance(assembled.response, str)
+    for citation in assembled.inline_citations:
+        assert 0 <= citation["start"] <= citation["end"] <= utf16_length(assembled.response)
