@@ -117,21 +117,32 @@ _FINNHUB = re.compile("finnhub", re.IGNORECASE | re.ASCII)
 # Blocks
 
 
-@dataclass(frozen=True, slots=True)
 class SearchResult:
     """One `search_result` block and the target of its source (SPEC section 4).
 
-    `source` and `title` are what the model's citations echo back. `texts` is a
-    non-empty sequence of non-blank strings (one Anthropic text block each;
-    for SQL a lazy `RowTexts`). `target` is the source's target, or `None`
-    when the source is untyped. `to_block()` leaves the target out: the model
-    never sees it.
+    `source` and `title` are what the model's citations echo back. `texts` is
+    a non-empty `list[str]` of non-blank strings, one Anthropic text block
+    each (a new list on every read). `target` is the source's target, or
+    `None` when the source is untyped. `to_block()` leaves the target out:
+    the model never sees it.
+
+    A SQL block renders its row texts on first read of `texts` (or
+    `to_block()`), not when the block is made: deriving targets needs none of
+    them, and rendering is most of the cost on a 100,000-row result. So the
+    tool output must not be changed after `to_citable_content` returned.
     """
 
-    source: str
-    title: str
-    texts: Sequence[str]
-    target: CitationTarget | None = None
+    __slots__ = ("_texts", "source", "target", "title")
+
+    def __init__(self, source: str, title: str, texts: Sequence[str], target: CitationTarget | None = None) -> None:
+        self.source = source
+        self.title = title
+        self._texts = texts  # a tuple, or a lazy `RowTexts`
+        self.target = target
+
+    @property
+    def texts(self) -> list[str]:
+        return list(self._texts)
 
     def to_block(self) -> dict[str, Any]:
         """The Anthropic `search_result` content block (a new dict)."""
@@ -139,9 +150,20 @@ class SearchResult:
             "type": "search_result",
             "source": self.source,
             "title": self.title,
-            "content": [{"type": "text", "text": text} for text in self.texts],
+            "content": [{"type": "text", "text": text} for text in self._texts],
             "citations": {"enabled": True},
         }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SearchResult):
+            return NotImplemented
+        return (self.source, self.title, self.target, self.texts) == (other.source, other.title, other.target, other.texts)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        # No target or texts: they may hold account ids and the user's rows (SPEC section 9).
+        return f"SearchResult(source={self.source!r}, title={self.title!r})"
 
 
 def _is_blank(text: str) -> bool:

@@ -274,15 +274,24 @@ def test_unhashable_cells_are_fine():
     ]
 
 
-def test_row_texts_are_lazy_and_behave_as_a_sequence():
+def test_texts_is_a_list_rendered_on_first_read():
     rows = [{"account_name": "A", "v": 1}, {"account_name": "A", "v": 2}]
-    texts = _sql(rows)[0].texts
-    assert isinstance(texts, RowTexts)
-    assert texts == ["account_name: A; v: 1", "account_name: A; v: 2"]
-    assert texts == ("account_name: A; v: 1", "account_name: A; v: 2")
-    assert texts[-1] == "account_name: A; v: 2"
-    assert len(texts) == 2
-    assert texts != "account_name: A; v: 1"
+    (block,) = _sql(rows)
+    rows[1]["v"] = 3  # not rendered yet: the SearchResult docstring says not to do this
+    texts = block.texts
+    assert type(texts) is list
+    assert texts == ["account_name: A; v: 1", "account_name: A; v: 3"]
+    texts.append("mine")  # a copy: the block is unchanged
+    assert block.texts == ["account_name: A; v: 1", "account_name: A; v: 3"]
+    assert json.loads(json.dumps(block.to_block()))["content"][1] == {"type": "text", "text": "account_name: A; v: 3"}
+
+
+def test_row_texts_behave_as_a_sequence():
+    texts = RowTexts([{"v": 1}, {}, {"v": 2}], None, "fallback")
+    assert texts == ["v: 1", "v: 2"] and texts == ("v: 1", "v: 2")
+    assert texts[-1] == "v: 2" and len(texts) == 2
+    assert texts != "v: 1"
+    assert RowTexts([{}], None, "fallback") == ["fallback"]
 
 
 def test_render_sql_row_edge_values():
