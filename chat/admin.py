@@ -4,7 +4,7 @@ Both models are read-only here: the service layer is the one way in
 (`chat.services`), and `ai_chat_logs` is the record of what a user was
 shown, so the admin neither adds, edits nor deletes rows. The one write is
 the "Recompute targets from sources" action (the backfill rule of SPEC
-section 12), which goes through `chat.admin_actions`. Erasing a user's data
+section 12), which goes through `chat.backfill.backfill_rows`. Erasing a user's data
 goes through deleting the user, which cascades.
 
 Lists never decode JSON: counts, the kind filter and the search read the
@@ -30,7 +30,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from chat import admin_display
-from chat.admin_actions import logs_recompute_targets
+from chat.backfill import backfill_rows
+from citations.turn import parse_uuid
 from chat.models import ChatLog, ChatSession
 from citations.summary import DELIMITER, MALFORMED, UNTYPED, delimited_member
 from citations.targets import TARGET_KINDS
@@ -254,26 +255,36 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         # look but not rewrite.
         return request.user.has_perm("chat.change_chatlog")
 
+    def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:
+        # Django filters `pk__in=<posted ids>`, which raises on a forged id that
+        # is not a UUID (a 500): keep only the ids that can be ours.
+        selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+        valid = [value for value in selected if parse_uuid(value) is not None]
+        if len(valid) != len(selected):
+            request.POST = request.POST.copy()
+            request.POST.setlist(helpers.ACTION_CHECKBOX_NAME, valid)
+        return super().response_action(request, queryset)
+
     @admin.action(description="Recompute targets from sources", permissions=["recompute"])
     def recompute_targets(self, request: HttpRequest, queryset: QuerySet) -> None:
         """SPEC section 12 on the selected rows: citations that already have a
         target are never touched; summary columns are rewritten with the JSON."""
         selected = list(queryset.values_list("pk", flat=True))
-        result = logs_recompute_targets(log_ids=selected)
+        report = backfill_rows(model=ChatLog, ids=selected)
         skipped = (
-            f" {result.malformed_logs} log(s) skipped: a JSON column is not a list of objects."
-            if result.malformed_logs
+            f" {len(report.malformed)} log(s) skipped: a JSON column is not a list of objects."
+            if report.malformed
             else ""
         )
-        if result.citations + result.inline_citations == 0:
+        if report.typed_total == 0:
             self.message_user(
                 request, f"No citation could be typed from its source in the {len(selected)} selected log(s).{skipped}", messages.INFO
             )
             return
         self.message_user(
             request,
-            f"Typed {result.citations} citation(s) and {result.inline_citations} inline citation(s) "
-            f"in {result.logs} of {len(selected)} selected log(s).{skipped}",
+            f"Typed {report.typed_total} citation(s) (summary and inline) in {report.rows_changed} "
+            f"of {len(selected)} selected log(s).{skipped}",
             messages.SUCCESS,
         )
 

@@ -19,7 +19,7 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from citations.summary import MALFORMED, UNTYPED
+from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.targets import (
     AccountsTarget,
     AccountTarget,
@@ -78,22 +78,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def citation_state(entry: Any) -> tuple[str, CitationTarget | None]:
-    """`(kind, target)` of one stored citation, as `citations.summary` counts it.
-
-    `kind` is the target's kind when `parse_citation_target` reads it;
-    `"untyped"` when the entry has no `target` key or a null one; `"malformed"`
-    when the entry is not an object or its target cannot be read (unknown
-    kind, missing field). `target` is None unless typed.
-    """
-    if not isinstance(entry, dict):
-        return MALFORMED, None
-    if entry.get("target") is None:
-        return UNTYPED, None
-    target = parse_citation_target(entry["target"])
-    if target is None:
-        return MALFORMED, None
-    return target.kind, target
+citation_state = classify_citation  # one rule for the tables, the counts and the filters
 
 
 def kind_badge(kind: str) -> SafeString:

@@ -177,6 +177,42 @@ def backfill_citation_targets(
     return report
 
 
+def backfill_rows(
+    *,
+    model: type[Model],
+    ids: Iterable[uuid.UUID | str],
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    using: str = DEFAULT_DB_ALIAS,
+) -> BackfillReport:
+    """The same backfill as `backfill_citation_targets`, on the rows with these ids only
+    (the admin's "Recompute targets from sources" action).
+
+    Ids that are not UUIDs or match no row are ignored; repeats count once.
+    Batches of `batch_size` rows, each locked, re-read and written as in a
+    whole-table run. Returns the report of what it did.
+    """
+    table = _Table(model, using)
+    wanted = sorted({parsed for parsed in (_uuid_or_none(value) for value in ids) if parsed is not None})
+    report = BackfillReport(dry_run=False)
+    for chunk in _chunks([table.db_id(value) for value in wanted], batch_size):
+        scanned = table.read(chunk)
+        if scanned:
+            _run_batch(table, scanned, report, dry_run=False)
+            report.batches += 1
+            report.last_id = table.text_id(scanned[-1][0])
+    report.finished = True
+    return report
+
+
+def _uuid_or_none(value: uuid.UUID | str) -> uuid.UUID | None:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
 def count_rows_to_scan(*, model: type[Model], after: uuid.UUID | str | None = None, using: str = DEFAULT_DB_ALIAS) -> int:
     """The number of rows a run starting `after` that id would scan (for progress bars).
 
@@ -311,24 +347,28 @@ class _Table:
 
     def lock_and_read(self, ids: Sequence[Any]) -> list[tuple[Any, Any, Any]]:
         """Lock these rows (PostgreSQL) and read them as stored now; call inside a transaction."""
+        return self.read(ids, lock=True)
+
+    def read(self, ids: Sequence[Any], *, lock: bool = False) -> list[tuple[Any, Any, Any]]:
+        """These rows as stored now, in id order (locked `FOR UPDATE` with `lock`)."""
         # Id order: concurrent backfills take their locks in the same order.
-        lock = " " + self.connection.ops.for_update_sql() if self.connection.features.has_select_for_update else ""
+        lock_sql = " " + self.connection.ops.for_update_sql() if lock and self.connection.features.has_select_for_update else ""
         rows: list[tuple[Any, Any, Any]] = []
         with self.connection.cursor() as cursor:
             if self.is_postgresql:
                 cursor.execute(
-                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} = ANY(%s) ORDER BY {self.pk_column}{lock}",
+                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} = ANY(%s) ORDER BY {self.pk_column}{lock_sql}",
                     [list(ids)],
                 )
                 return cursor.fetchall()
             for chunk in _chunks(ids, self._max_params()):
                 placeholders = ", ".join(["%s"] * len(chunk))
                 cursor.execute(
-                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} IN ({placeholders}) ORDER BY {self.pk_column}{lock}",
+                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} IN ({placeholders}) ORDER BY {self.pk_column}{lock_sql}",
                     list(chunk),
                 )
                 rows.extend(cursor.fetchall())
-        return rows
+        return sorted(rows, key=lambda row: row[0])
 
     def write(self, plans: list[tuple[Any, _RowPlan]]) -> None:
         """Write the JSON and summary columns of these rows; nothing else."""

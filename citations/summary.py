@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from citations.targets import AccountsTarget, AccountTarget, parse_citation_target
+from citations.targets import AccountsTarget, AccountTarget, CitationTarget, parse_citation_target
 
 UNTYPED = "untyped"
 MALFORMED = "malformed"
@@ -26,8 +26,8 @@ class CitationSummary:
 
     Counts are over `citations` (the turn's summary list): `typed` entries have
     a target `parse_citation_target` reads, `untyped` ones have no `target`
-    key (or null), `malformed` ones have a target it cannot read, or are not
-    objects at all. A column that is not a list counts as one malformed entry.
+    key, `malformed` ones have a target it cannot read (null included), or are
+    not objects at all (`classify_citation`). A column that is not a list counts as one malformed entry.
 
     `target_kinds` and `account_ids` cover both lists, as delimited strings
     (`"|account|untyped|"`) so that an exact member is found with a substring
@@ -43,20 +43,38 @@ class CitationSummary:
     sources: str
 
 
-def _classify(entry: Any) -> tuple[str, tuple[str, ...]]:
-    """(kind or UNTYPED or MALFORMED, account ids) of one stored citation."""
+def classify_citation(entry: Any) -> tuple[str, CitationTarget | None]:
+    """`(kind, target)` of one stored citation (SPEC sections 2, 6 and 12).
+
+    `kind` is the target's kind when `parse_citation_target` reads it, with
+    the target; `UNTYPED` when the entry has no `target` key (SPEC 6: an
+    untyped citation has none); `MALFORMED` when the entry is not an object
+    or its `target` cannot be read, `null` included: a target key the
+    backfill never fills (SPEC 12), so it is no plain untyped citation.
+    """
     if not isinstance(entry, dict):
-        return MALFORMED, ()
-    if entry.get("target") is None:
-        return UNTYPED, ()
+        return MALFORMED, None
+    if "target" not in entry:
+        return UNTYPED, None
     target = parse_citation_target(entry["target"])
     if target is None:
-        return MALFORMED, ()
+        return MALFORMED, None
+    return target.kind, target
+
+
+def _account_ids(target: CitationTarget | None) -> tuple[str, ...]:
     if isinstance(target, AccountTarget):
-        return target.kind, (target.account_id,)
-    if isinstance(target, AccountsTarget):
-        return target.kind, tuple(ref.account_id for ref in target.accounts)
-    return target.kind, ()
+        ids: tuple[str, ...] = (target.account_id,)
+    elif isinstance(target, AccountsTarget):
+        ids = tuple(ref.account_id for ref in target.accounts)
+    else:
+        return ()
+    # An id holding the delimiter (or a line break) could match across
+    # members; such a string is no account id of SPEC 3 anyway.
+    return tuple(i for i in ids if DELIMITER not in i and "\n" not in i)
+
+
+_NOT_A_LIST = object()  # classified malformed: not an object
 
 
 def _delimited(values: Iterable[str]) -> str:
@@ -80,11 +98,11 @@ def summarize_citations(citations: Any, inline_citations: Any) -> CitationSummar
     sources: list[str] = []
     for column, counted in ((citations, True), (inline_citations, False)):
         # A column that is not a list (null, an object, a double-encoded
-        # string) is one malformed entry.
-        for entry in column if isinstance(column, list) else [column]:
-            kind, account_ids = _classify(entry)
+        # string) is one malformed entry, whatever it holds.
+        for entry in column if isinstance(column, list) else [_NOT_A_LIST]:
+            kind, target = classify_citation(entry)
             kinds.append(kind)
-            ids.extend(account_ids)
+            ids.extend(_account_ids(target))
             if isinstance(entry, dict) and isinstance(entry.get("source"), str):
                 sources.append(entry["source"])
             if counted:

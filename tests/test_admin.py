@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chat import admin_display
-from chat.admin_actions import RecomputeResult, logs_recompute_targets
+from chat.backfill import backfill_rows
 from chat.models import ChatLog
 from chat.services import citation_summary_fields, record_turn
 from citations.targets import TARGET_KINDS
@@ -477,7 +477,7 @@ def test_recompute_action_types_citations_reports_the_count_and_keeps_summaries(
 
     assert response.status_code == 200
     assert [str(m) for m in response.context["messages"]] == [
-        "Typed 2 citation(s) and 2 inline citation(s) in 1 of 2 selected log(s)."
+        "Typed 4 citation(s) (summary and inline) in 1 of 2 selected log(s)."
     ]
     old.refresh_from_db()
     assert [c.get("target") for c in old.citations] == [{"kind": "portfolio"}, {"kind": "market_data", "ticker": "AAPL"}, None, {"kind": "account"}]
@@ -516,12 +516,16 @@ def test_recompute_is_idempotent_and_skips_rows_whose_columns_are_not_lists_of_o
     ChatLog.objects.filter(pk=nulls.pk).update(citations="not a list", inline_citations=Value(None, JSONField()))
     before = {pk: ChatLog.objects.values().get(pk=pk) for pk in (odd.pk, nulls.pk)}
 
-    first = logs_recompute_targets(log_ids=[old.pk, odd.pk, nulls.pk, old.pk])
-    second = logs_recompute_targets(log_ids=[old.pk, odd.pk, nulls.pk])
+    first = backfill_rows(model=ChatLog, ids=[old.pk, odd.pk, nulls.pk, old.pk, "not-a-uuid"])
+    second = backfill_rows(model=ChatLog, ids=[old.pk, odd.pk, nulls.pk])
 
-    assert first == RecomputeResult(logs=1, citations=2, inline_citations=2, malformed_logs=2)
-    assert second == RecomputeResult(logs=0, citations=0, inline_citations=0, malformed_logs=2)
+    assert (first.rows_scanned, first.rows_changed, dict(first.typed)) == (3, 1, {"portfolio": 2, "market_data": 2})
+    assert sorted(row.id for row in first.malformed) == sorted(str(pk) for pk in (odd.pk, nulls.pk))
+    assert (second.rows_scanned, second.rows_changed, second.typed_total, len(second.malformed)) == (3, 0, 0, 2)
     assert {pk: ChatLog.objects.values().get(pk=pk) for pk in (odd.pk, nulls.pk)} == before
+
+    garbage = staff_client.post(LIST_URL, {"action": "recompute_targets", "_selected_action": ["not-a-uuid"]}, follow=True)
+    assert garbage.status_code == 200  # a forged selection is no 500
 
     response = staff_client.post(LIST_URL, {"action": "recompute_targets", "_selected_action": [str(odd.pk)]}, follow=True)
     assert [str(m) for m in response.context["messages"]] == [
@@ -583,7 +587,8 @@ def test_target_details_show_provider_to_staff_and_label_untyped_and_malformed()
     account = admin_display.target_details(cite("s", {"kind": "account", "accountId": ACCOUNT_A, "provider": "Plaid"}))
     assert ACCOUNT_A in account and "<em>unknown</em>" in account  # "Plaid" is not a provider
     assert "no target" in admin_display.target_details(cite("s"))
-    assert "no target" in admin_display.target_details({"source": "s", "target": None})
+    # A null target is a target key the backfill never fills: malformed, not untyped.
+    assert "target cannot be read" in admin_display.target_details({"source": "s", "target": None})
     assert "target cannot be read" in admin_display.target_details(cite("s", {"kind": "web", "url": ""}))
     assert "not a citation object" in admin_display.target_details([1])
     assert "none (corpus document)" in admin_display.target_details(cite("s", {"kind": "card_document", "url": None}))
