@@ -6,7 +6,7 @@
     .venv/bin/python bench/backfill.py --all-old        # worst case: every row changes
 
 Needs PostgreSQL: `--database-url`, else DATABASE_URL when it is a
-postgres:// URL, else postgres://postgres@127.0.0.1:5432/test. The bench
+postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres. The bench
 creates its own scratch database on that server (`CREATE DATABASE`, so the
 role needs CREATEDB), migrates it, and drops it at the end whatever happens;
 no other database is touched.
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/test"
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 ALIAS = "backfill_bench"
 GOAL_RATIO = 0.5
 

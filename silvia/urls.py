@@ -1,13 +1,15 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
+
+from silvia.views import api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/chat/", include("chat.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Anything else under /api/ (`sessions//x/`, `sessions/%2F/`) is the API's
+    # JSON 404, the same body as a missing session (SPEC section 10), with
+    # DEBUG on too (Django's handler404 is skipped then).
+    re_path(r"^api/", api_not_found),
 ]
-
-# A URL no pattern matches under /api/ (`sessions//x/`, `sessions/%2F/`) gets
-# the API's JSON 404, the same body as a missing session (SPEC section 10).
-handler404 = "silvia.views.not_found"

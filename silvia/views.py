@@ -1,13 +1,9 @@
-"""Project-level error views."""
+"""Project-level views."""
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.defaults import page_not_found
+from django.http import HttpRequest, JsonResponse
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404 for unmatched URLs: DRF's `{"detail": "Not found."}` under `/api/`,
-    Django's page elsewhere."""
-    if request.path.startswith("/api/"):
-        return JsonResponse({"detail": "Not found."}, status=404)
-    return page_not_found(request, exception)
+def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> JsonResponse:
+    """404 `{"detail": "Not found."}` for an unmatched URL under `/api/`, as DRF answers a missing object."""
+    return JsonResponse({"detail": "Not found."}, status=404)
