@@ -23,9 +23,7 @@ from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.targets import (
     AccountsTarget,
     AccountTarget,
-    CitationTarget,
     MarketDataTarget,
-    parse_citation_target,
 )
 
 __all__ = [

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from typing import Any

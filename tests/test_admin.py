@@ -380,7 +380,7 @@ def test_facet_counts_render(staff_client, kinds_rows):
         ("100%", set()),  # LIKE wildcards are matched literally
         ("tax_authority", set()),
         # Words are ANDed.
-        (f"your-portfolio silvia://your-account/accounts", {"portfolio_untyped"}),
+        ("your-portfolio silvia://your-account/accounts", {"portfolio_untyped"}),
         ("", set()),  # handled below: an empty search lists everything
     ],
 )

@@ -8,7 +8,6 @@ from django.test.utils import CaptureQueriesContext
 from django.db import connection
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog
 from chat.services import record_turn
 from tests.cases import MISSING_REASON, load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory
