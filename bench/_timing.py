@@ -68,3 +68,16 @@ def ratio_line(subject: Timings, baseline: Timings, *, goal: float, what: str = 
     ratio = subject.median / baseline.median
     met = "met" if ratio <= goal else "NOT MET"
     return f"  {what} (median/median) {ratio:.2f}, p95/p95 {subject.p95 / baseline.p95:.2f} (goal <= {goal:g}: {met})"
+
+
+DEFAULT_SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+"""The PostgreSQL server the benchmarks create their scratch databases on by default."""
+
+
+def postgres_server_url(given: str | None) -> str:
+    """The server to benchmark on: `given` (`--database-url`), else
+    `DATABASE_URL` when it is a postgres:// URL, else `DEFAULT_SERVER_URL`."""
+    import os
+
+    url = given or os.environ.get("DATABASE_URL", "")
+    return url if url.startswith(("postgres://", "postgresql://")) else DEFAULT_SERVER_URL

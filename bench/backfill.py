@@ -42,7 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+from bench._timing import DEFAULT_SERVER_URL, postgres_server_url  # noqa: E402
+
+DEFAULT_URL = DEFAULT_SERVER_URL
 ALIAS = "backfill_bench"
 GOAL_RATIO = 0.5
 
@@ -317,9 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rows < 1 or args.batch_size < 1:
         parser.error("--rows and --batch-size must be positive")
-    url = args.database_url or os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        url = DEFAULT_URL
+    url = postgres_server_url(args.database_url)
     print(format_figures(run(rows=args.rows, batch_size=args.batch_size, database_url=url, all_old=args.all_old)))
     return 0
 

@@ -49,9 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench._timing import Timings, ratio_line, time_alternately  # noqa: E402
+from bench._timing import DEFAULT_SERVER_URL, Timings, postgres_server_url, ratio_line, time_alternately  # noqa: E402
 
-DEFAULT_SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 GOAL_RATIO = 1.5
 CITATIONS_PER_MESSAGE = 10
 
@@ -369,9 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.messages < 1 or args.runs < 1:
         parser.error("--messages and --runs must be positive")
-    server_url = args.database_url or os.environ.get("DATABASE_URL", "")
-    if not server_url.startswith(("postgres://", "postgresql://")):
-        server_url = DEFAULT_SERVER_URL
+    server_url = postgres_server_url(args.database_url)
 
     if args.backend == "both":
         # Django's default database is fixed per process: one child per backend.

@@ -18,7 +18,6 @@ figures say it).
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -29,7 +28,8 @@ BENCH = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.get_session import DEFAULT_SERVER_URL, postgres_unreachable  # noqa: E402
+from bench._timing import DEFAULT_SERVER_URL, postgres_server_url  # noqa: E402
+from bench.get_session import postgres_unreachable  # noqa: E402
 
 
 def _run(title: str, command: list[str]) -> tuple[str, float, int]:
@@ -46,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})")
     args = parser.parse_args(argv)
-    server_url = args.database_url or os.environ.get("DATABASE_URL", "")
-    if not server_url.startswith(("postgres://", "postgresql://")):
-        server_url = DEFAULT_SERVER_URL
+    server_url = postgres_server_url(args.database_url)
     reason = postgres_unreachable(server_url)
     notes = []
     if reason is not None:
