@@ -129,3 +129,19 @@ LOGGING = {
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
     },
 }
+
+# Tools a live turn can use (README "Tools a live turn can use"). A tool that
+# is not configured is not offered to the model.
+# search_web: Exa-compatible search; off while EXA_API_KEY is unset.
+EXA_API_KEY = env.str("EXA_API_KEY", default="")
+EXA_BASE_URL = env.str("EXA_BASE_URL", default="https://api.exa.ai")
+SEARCH_WEB_TIMEOUT_SECONDS = env.float("SEARCH_WEB_TIMEOUT_SECONDS", default=15.0)
+SEARCH_WEB_MAX_RESULTS = env.int("SEARCH_WEB_MAX_RESULTS", default=5)
+# execute_python: a limited subprocess, off unless enabled. The code can read
+# FINNHUB_API_KEY when it is set (the one variable passed in).
+EXECUTE_PYTHON_ENABLED = env.bool("EXECUTE_PYTHON_ENABLED", default=False)
+EXECUTE_PYTHON_TIMEOUT_SECONDS = env.float("EXECUTE_PYTHON_TIMEOUT_SECONDS", default=10.0)
+EXECUTE_PYTHON_CPU_SECONDS = env.int("EXECUTE_PYTHON_CPU_SECONDS", default=5)
+EXECUTE_PYTHON_MEMORY_MB = env.int("EXECUTE_PYTHON_MEMORY_MB", default=512)
+EXECUTE_PYTHON_OUTPUT_BYTES = env.int("EXECUTE_PYTHON_OUTPUT_BYTES", default=65_536)
+FINNHUB_API_KEY = env.str("FINNHUB_API_KEY", default="")
