@@ -1,0 +1,248 @@
+"""`execute_python` in real subprocesses: output shape, limits, environment, folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import textwrap
+import time
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from chat.tools.base import ToolError, ToolExecutor
+from chat.tools.python import ExecutePythonTool, execute_python_tool
+from citations.citable import to_citable_content
+from citations.targets import AnalysisTarget, MarketDataTarget
+
+MB = 1024 * 1024
+
+
+@pytest.fixture
+def tool():
+    """Small limits so a runaway test ends within about a second."""
+    return ExecutePythonTool(timeout_seconds=3.0, cpu_seconds=1, memory_bytes=256 * MB, output_bytes=4096)
+
+
+def _run(tool, code):
+    return tool.run({"code": textwrap.dedent(code)}, user=None)
+
+
+def test_is_a_tool_executor(tool):
+    assert isinstance(tool, ToolExecutor)
+    definition = tool.definition()
+    assert definition["name"] == "execute_python"
+    assert definition["input_schema"]["required"] == ["code"]
+
+
+def test_stdout_and_stderr(tool):
+    output = _run(tool, "import sys\nprint('hello')\nprint('warn', file=sys.stderr)")
+    assert output == {"stdout": "hello\n", "stderr": "warn\n"}
+
+
+def test_json_stdout_gives_spec_4_blocks(tool):
+    code = """\
+        import json  # a finnhub quote, as the Finnhub client returns it
+        print(json.dumps({"symbol": "aapl", "c": 189.5}))
+        print("Average: 12.5")
+    """
+    tool_input = {"code": textwrap.dedent(code)}
+    output = tool.run(tool_input, user=None)
+    assert output["stdout"] == '{"symbol": "aapl", "c": 189.5}\nAverage: 12.5\n'
+    blocks = to_citable_content("execute_python", tool_input, output)
+    assert [(b.source, b.title, b.texts, b.target) for b in blocks] == [
+        (
+            "silvia://market-data/finnhub/AAPL",
+            "AAPL market data",
+            ['{"symbol": "aapl", "c": 189.5}'],
+            MarketDataTarget("AAPL"),
+        ),
+        ("silvia://market-data/finnhub", "Live data", ["Average: 12.5"], AnalysisTarget()),
+    ]
+
+
+def test_plain_output_is_analysis(tool):
+    tool_input = {"code": "print(sum(range(10)))"}
+    blocks = to_citable_content("execute_python", tool_input, tool.run(tool_input, user=None))
+    assert [(b.source, b.title, b.texts, b.target) for b in blocks] == [
+        ("silvia://analysis", "Analysis", ["45"], AnalysisTarget())
+    ]
+
+
+def test_environment_is_empty(tool, monkeypatch):
+    monkeypatch.setenv("EXA_API_KEY", "exa-secret")
+    monkeypatch.setenv("PYTHONPATH", "/nowhere")
+    output = _run(tool, "import json, os; print(json.dumps(dict(os.environ)))")
+    # Python adds LC_CTYPE itself when the locale is C (PEP 538); nothing of ours.
+    assert set(json.loads(output["stdout"])) <= {"LC_CTYPE"}
+    assert "exa-secret" not in output["stdout"]
+
+
+def test_finnhub_key_is_the_one_variable_passed():
+    tool = ExecutePythonTool(timeout_seconds=3.0, finnhub_api_key="fh-key")
+    output = tool.run({"code": "import json, os; print(json.dumps(dict(os.environ)))"}, user=None)
+    environ = json.loads(output["stdout"])
+    environ.pop("LC_CTYPE", None)
+    assert environ == {"FINNHUB_API_KEY": "fh-key"}
+    assert "fh-key" not in repr(tool)
+
+
+def test_cwd_is_a_temp_folder_removed_afterwards(tool):
+    code = """\
+        import os
+        os.makedirs("sub/locked")
+        open("sub/locked/data.txt", "w").write("x")
+        os.chmod("sub/locked", 0o500)  # the cleanup must still remove it
+        print(os.getcwd())
+        print(sorted(os.listdir(".")))
+    """
+    cwd, listing = _run(tool, code)["stdout"].splitlines()
+    assert os.path.dirname(cwd) == os.path.realpath(tempfile.gettempdir())
+    assert os.path.basename(cwd).startswith("silvia-python-")
+    assert listing == "['main.py', 'sub']"
+    assert not os.path.exists(cwd)
+
+
+def test_folder_removed_after_a_failure_too(tool, tmp_path):
+    # No file-system isolation: the code can write where the service can (README).
+    note = tmp_path / "cwd.txt"
+    with pytest.raises(ToolError):
+        _run(tool, f"import os; open({str(note)!r}, 'w').write(os.getcwd()); 1/0")
+    cwd = note.read_text()
+    assert cwd.startswith(os.path.join(os.path.realpath(tempfile.gettempdir()), "silvia-python-"))
+    assert not os.path.exists(cwd)
+
+
+def test_infinite_loop_hits_the_cpu_limit(tool):
+    with pytest.raises(ToolError) as info:
+        _run(tool, "while True:\n    pass")
+    assert info.value.reason == "execute_python stopped: CPU time limit of 1 s"
+
+
+def test_sleep_hits_the_wall_time_limit():
+    tool = ExecutePythonTool(timeout_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(ToolError) as info:
+        tool.run({"code": "import time\ntime.sleep(30)"}, user=None)
+    assert info.value.reason == "execute_python timed out after 0.5 s (wall time)"
+    assert time.monotonic() - started < 10  # not the 30 s the code asked for
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_timeout_kills_the_children_too(tmp_path):
+    note = tmp_path / "pid.txt"
+    code = f"""\
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open({str(note)!r}, "w").write(str(child.pid))
+        time.sleep(60)
+    """
+    tool = ExecutePythonTool(timeout_seconds=1.0)
+    with pytest.raises(ToolError, match="timed out"):
+        _run(tool, code)
+    pid = int(note.read_text())
+    time.sleep(0.2)
+    assert not _running(pid)
+
+
+def test_memory_bomb(tool):
+    with pytest.raises(ToolError) as info:
+        _run(tool, "blob = bytearray(2 * 1024 ** 3)")
+    assert info.value.reason == "execute_python exited with status 1: MemoryError"
+
+
+def test_exception_gives_its_last_line(tool):
+    with pytest.raises(ToolError) as info:
+        _run(tool, "print('partial')\nraise ValueError('bad ticker')")
+    assert info.value.reason == "execute_python exited with status 1: ValueError: bad ticker"
+
+
+def test_syntax_error(tool):
+    with pytest.raises(ToolError) as info:
+        _run(tool, "def (")
+    assert info.value.reason.startswith("execute_python exited with status 1: SyntaxError")
+
+
+def test_crash_by_signal(tool):
+    with pytest.raises(ToolError) as info:
+        _run(tool, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert info.value.reason == "execute_python crashed (SIGSEGV)"
+
+
+def test_exit_status(tool):
+    with pytest.raises(ToolError) as info:
+        _run(tool, "import sys\nsys.exit(3)")
+    assert info.value.reason == "execute_python exited with status 3: no error message"
+
+
+def test_big_output_is_capped(tool):
+    output = _run(tool, "import sys\nprint('x' * 100_000)\nprint('y' * 10, file=sys.stderr)")
+    assert output["stdout"] == "x" * 4096
+    assert output["stderr"] == "y" * 10 + "\n[stdout cut at 4096 bytes]\n"
+
+
+def test_endless_output_ends_at_the_wall_time_with_bounded_memory():
+    tool = ExecutePythonTool(timeout_seconds=1.0, output_bytes=1024)
+    with pytest.raises(ToolError, match="timed out"):
+        tool.run({"code": "while True:\n    print('z' * 1000)"}, user=None)
+
+
+def test_output_is_text_a_database_can_store(tool):
+    code = "import sys\nsys.stdout.buffer.write(b'a\\x00b\\xffc\\n')"
+    assert _run(tool, code)["stdout"] == "a\ufffdb\ufffdc\n"
+
+
+def test_cut_inside_a_utf8_character(tool):
+    output = _run(tool, "print('é' * 4000)")  # 8,000 bytes; the cut at 4,096 falls on a boundary
+    assert output["stdout"] == "é" * 2048
+    output = _run(tool, "print('a' + 'é' * 4000)")  # here it splits one
+    assert output["stdout"] == "a" + "é" * 2047 + "\ufffd"
+
+
+def test_isolated_mode_ignores_the_callers_site_and_cwd(tool):
+    output = _run(tool, "import sys\nprint(sys.flags.isolated, sys.flags.ignore_environment, '' in sys.path)")
+    assert output["stdout"] == "1 1 False\n"
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "reason"),
+    [
+        ({}, "input.code must be a non-empty string"),
+        ({"code": "  \n"}, "input.code must be a non-empty string"),
+        ({"code": ["print(1)"]}, "input.code must be a non-empty string"),
+        ({"code": "#" * 100_001}, "input.code is longer than 100000 characters"),
+        ({"code": "print(1)\x00"}, "input.code contains a NUL character"),
+        ({"code": "print('\ud800')"}, "input.code is not valid Unicode text (a lone surrogate)"),
+    ],
+)
+def test_bad_input(tool, tool_input, reason):
+    with pytest.raises(ToolError) as info:
+        tool.run(tool_input, user=None)
+    assert info.value.reason == reason
+
+
+def test_factory_reads_settings(settings):
+    settings.EXECUTE_PYTHON_ENABLED = False
+    assert execute_python_tool() is None
+    settings.EXECUTE_PYTHON_ENABLED = True
+    settings.EXECUTE_PYTHON_TIMEOUT_SECONDS = 7.0
+    settings.EXECUTE_PYTHON_CPU_SECONDS = 3
+    settings.EXECUTE_PYTHON_MEMORY_MB = 300
+    settings.EXECUTE_PYTHON_OUTPUT_BYTES = 2048
+    settings.FINNHUB_API_KEY = " fh "
+    tool = execute_python_tool()
+    assert tool == ExecutePythonTool(
+        timeout_seconds=7.0, cpu_seconds=3, memory_bytes=300 * MB, output_bytes=2048, finnhub_api_key="fh"
+    )
+    settings.EXECUTE_PYTHON_MEMORY_MB = 10
+    with pytest.raises(ImproperlyConfigured, match="EXECUTE_PYTHON_MEMORY_MB must be 64 to 65536"):
+        execute_python_tool()
