@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -47,7 +48,8 @@ EXA_ANSWER = {
 
 
 class _Exa(BaseHTTPRequestHandler):
-    """Answers `POST /search` with the test's script: `status`, `body` (bytes), `delay` seconds."""
+    """Answers `POST /search` with the test's script: `status`, `body` (bytes), `delay` seconds
+    before the answer, `drip` seconds between its bytes."""
 
     script: ClassVar[dict] = {}
     requests: ClassVar[list] = []
@@ -64,7 +66,13 @@ class _Exa(BaseHTTPRequestHandler):
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if self.script.get("drip"):
+                for i in range(len(body)):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(self.script["drip"])
+            else:
+                self.wfile.write(body)
         except OSError:
             pass  # the client gave up (timeout test)
 
@@ -80,8 +88,9 @@ class FakeExa:
         self.requests: list = []
         _Exa.requests = self.requests
 
-    def __call__(self, status=200, body=None, raw=None, delay=0.0):
-        _Exa.script = {"status": status, "body": raw if raw is not None else json.dumps(body).encode(), "delay": delay}
+    def __call__(self, status=200, body=None, raw=None, delay=0.0, drip=0.0):
+        raw = raw if raw is not None else json.dumps(body).encode()
+        _Exa.script = {"status": status, "body": raw, "delay": delay, "drip": drip}
 
 
 @pytest.fixture
@@ -187,6 +196,33 @@ def test_timeout(exa):
     with pytest.raises(ToolError) as info:
         _tool(exa, timeout_seconds=0.3).run({"query": "q"}, user=None)
     assert info.value.reason == "web search timed out after 0.3 s"
+
+
+def test_whole_call_deadline_against_a_slow_drip(exa):
+    # Every byte comes within the per-read timeout; the whole answer does not.
+    exa(body=EXA_ANSWER, drip=0.05)
+    started = time.monotonic()
+    with pytest.raises(ToolError) as info:
+        _tool(exa, timeout_seconds=0.4).run({"query": "q"}, user=None)
+    assert info.value.reason == "web search timed out after 0.4 s"
+    assert time.monotonic() - started < 2
+
+
+def test_answer_too_large(exa):
+    exa(raw=b'{"results": [], "pad": "' + b"x" * 2_000_001 + b'"}')
+    with pytest.raises(ToolError) as info:
+        _tool(exa).run({"query": "q"}, user=None)
+    assert info.value.reason == "web search failed: the answer was too large"
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_failures_log_no_key_and_no_query(exa, caplog, status):
+    exa(status=status, body={"error": "x"})
+    with caplog.at_level(logging.DEBUG), pytest.raises(ToolError):
+        _tool(exa).run({"query": "balance of account FN30U5"}, user=None)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"HTTP {status}" in logged
+    assert KEY not in logged and "FN30U5" not in logged
 
 
 @pytest.mark.parametrize(
