@@ -1,25 +1,72 @@
-"""Request guards that run before any view."""
+"""Request guards that run before any other middleware or view."""
+
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+
+from silvia.views import api_not_found
+
+# C0 controls and DEL. PostgreSQL refuses NUL in text (a database error, so a
+# 500, on PostgreSQL only); no other control character belongs in a URL, a
+# header or a cookie either. A horizontal tab is legal inside a header value.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Checked by their own readers: the token's shape by chat.api.authentication
+# (401 "Invalid token."), cookies one by one below.
+_HEADERS_READ_ELSEWHERE = {"HTTP_AUTHORIZATION", "HTTP_COOKIE"}
 
 
-class RejectNulInQueryString:
-    """400 for a query string holding a NUL character (`%00`).
+class RejectControlCharacters:
+    """Answer bad input a stranger can send before it reaches a query.
 
-    Query parameters reach ORM filters directly (the admin's list filters,
-    DRF's `?page=`), and PostgreSQL refuses NUL in text: without this guard
-    such a request is a database error, a 500, on PostgreSQL only.
+    - a control character in the path (`/x%00`): 404, the API's JSON 404 under `/api/`;
+    - in the query string (`?q=%00`), a key or a value: 400;
+    - in a header value (a raw control byte; a tab is allowed): 400, except
+      `Authorization`, whose bad token is DRF's 401 "Invalid token.";
+    - in a cookie's name or value (`sessionid="abc\\000def"`, decoded by the
+      cookie parser): that cookie is dropped, so the request goes on as if it
+      were not sent (anonymous: API 401, admin login page). A browser with a
+      corrupt cookie is not locked out.
+    A 400 under `/api/` is JSON `{"detail": …}`, as DRF answers.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+        if _CONTROL.search(request.path):
             if request.path.startswith("/api/"):
-                return JsonResponse({"detail": "The query string holds a NUL character."}, status=400)
-            return HttpResponseBadRequest("The query string holds a NUL character.")
+                return api_not_found(request)
+            raise Http404("No such page.")
+        if any(_CONTROL.search(key) or _CONTROL.search(value) for key, values in request.GET.lists() for value in values):
+            return _bad_request(request, "The query string holds a control character.")
+        bad_header = next(
+            (
+                name
+                for name, value in request.META.items()
+                if name.startswith("HTTP_")
+                and name not in _HEADERS_READ_ELSEWHERE
+                and isinstance(value, str)
+                and _HEADER_CONTROL.search(value)
+            ),
+            None,
+        )
+        if bad_header is not None:
+            header = bad_header.removeprefix("HTTP_").replace("_", "-").title()
+            return _bad_request(request, f"The {header} header holds a control character.")
+        if any(_CONTROL.search(key) or _CONTROL.search(value) for key, value in request.COOKIES.items()):
+            request.COOKIES = {
+                key: value
+                for key, value in request.COOKIES.items()
+                if not (_CONTROL.search(key) or _CONTROL.search(value))
+            }
         return self.get_response(request)
+
+
+def _bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=400)
+    return HttpResponseBadRequest(message)
