@@ -6,8 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1:8000
 
-# Files the static checks (ruff, mypy) cover in CI. The deploy branch fixed
-# these; the rest of the tree joins after its cleanup (README "Tests and CI").
+# Files the static checks (ruff, mypy) cover in CI: those that pass today.
+# After the tree-wide cleanup this becomes `.` and mypy drops
+# --follow-imports=silent (which keeps errors of unlisted modules out).
 CHECKED ?= manage.py silvia tests/test_deploy.py tests/test_privacy_logs.py tests/test_control_chars.py tests/test_log_filters.py tests/uvicorn_server.py
 
 .PHONY: install run test bench check lock clean
@@ -41,7 +42,7 @@ check: export DJANGO_SECRET_KEY ?= check-only-key-never-used-to-serve-Zx8Cv5Bn2M
 check: install
 	$(BIN)/ruff check $(CHECKED)
 	$(BIN)/ruff format --check $(CHECKED)
-	$(BIN)/mypy $(CHECKED)
+	$(BIN)/mypy --follow-imports=silent $(CHECKED)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 # Regenerate constraints.txt from a fresh virtualenv holding requirements.txt only.

@@ -40,8 +40,9 @@ class PrivacyFilter(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(getattr(record, "sql", None), str):
-            _redact_sql_record(record)
+        sql = getattr(record, "sql", None)
+        if isinstance(sql, str):
+            _redact_sql_record(record, sql)
         elif isinstance(record.args, tuple) and record.args:
             record.args = tuple(redact_url(a) if isinstance(a, str) else a for a in record.args)
         if record.exc_info and record.exc_info[1] is not None and _holds_database_error(record.exc_info[1]):
@@ -95,10 +96,11 @@ def statement_summary(sql: str) -> str:
     return word.upper()
 
 
-def _redact_sql_record(record: logging.LogRecord) -> None:
-    summary = statement_summary(record.sql)  # type: ignore[attr-defined]  # set by Django's extra=
-    record.sql = summary  # type: ignore[attr-defined]
-    record.params = None  # type: ignore[attr-defined]
+def _redact_sql_record(record: logging.LogRecord, sql: str) -> None:
+    # `sql` and `params` are set by Django's `extra=`.
+    summary = statement_summary(sql)
+    record.sql = summary
+    record.params = None
     duration = getattr(record, "duration", None)
     alias = getattr(record, "alias", None)
     if isinstance(duration, float):

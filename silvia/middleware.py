@@ -41,7 +41,9 @@ class RejectControlCharacters:
             if request.path.startswith("/api/"):
                 return api_not_found(request)
             raise Http404("No such page.")
-        if any(_CONTROL.search(key) or _CONTROL.search(value) for key, values in request.GET.lists() for value in values):
+        if any(
+            _CONTROL.search(key) or _CONTROL.search(value) for key, values in request.GET.lists() for value in values
+        ):
             return _bad_request(request, "The query string holds a control character.")
         bad_header = next(
             (

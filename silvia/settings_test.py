@@ -9,7 +9,7 @@ import os
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-key-never-used-to-serve-7Hq2mZ9vR4xK8pW3nL6tB1cY5fJ0sD")
 
-from silvia.settings import *  # noqa: E402,F403
+from silvia.settings import *  # noqa: F403
 
 # The manifest (hashed names) exists only after `collectstatic`; the suite
 # renders admin pages without running it. tests/test_deploy.py checks the

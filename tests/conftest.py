@@ -40,7 +40,7 @@ def collected_static(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("static")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", "DJANGO_STATIC_ROOT": str(root)}
-    subprocess.run(  # noqa: S603
+    subprocess.run(
         [sys.executable, "manage.py", "collectstatic", "--no-input", "-v0"],
         cwd=Path(__file__).resolve().parent.parent,
         env=env,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from tests.factories import UserFactory
 from tests.uvicorn_server import raw_request, subprocess_database_url, uvicorn_server
 
 CONTROLS = ["\x00", "\x01", "\x0a", "\x0d", "\x1b", "\x7f"]
@@ -47,7 +47,11 @@ PLACES = [
     Place("query, admin login next", lambda client, c: client.get(f"/admin/login/?next=/admin/{quote(c)}"), 400),
     Place("header User-Agent", lambda client, c: client.get("/api/chat/sessions/", HTTP_USER_AGENT=f"a{c}b"), 400),
     Place("header X-Forwarded-For", lambda client, c: client.get("/healthz", HTTP_X_FORWARDED_FOR=f"1.2.3.4{c}"), 400),
-    Place("header Authorization", lambda client, c: client.get("/api/chat/sessions/", HTTP_AUTHORIZATION=f"Token a{c}b"), 401),
+    Place(
+        "header Authorization",
+        lambda client, c: client.get("/api/chat/sessions/", HTTP_AUTHORIZATION=f"Token a{c}b"),
+        401,
+    ),
     Place("cookie sessionid, API", _cookie("sessionid", "/api/chat/sessions/"), 401),
     Place("cookie sessionid, admin", _cookie("sessionid", "/admin/"), 302),
     Place("cookie csrftoken, admin login", _cookie("csrftoken", "/admin/login/"), 200),
@@ -67,10 +71,12 @@ def test_control_character_is_not_a_500(place, c):
 
 @pytest.mark.django_db
 def test_a_bad_cookie_is_dropped_and_the_token_still_works():
-    user = UserFactory(username="maya")
+    user = User.objects.create_user(username="maya")
     token = Token.objects.create(user=user)
     response = Client().get(
-        "/api/chat/sessions/", HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_COOKIE='sessionid="abc\\000def0123456789abcdef"'
+        "/api/chat/sessions/",
+        HTTP_AUTHORIZATION=f"Token {token.key}",
+        HTTP_COOKIE='sessionid="abc\\000def0123456789abcdef"',
     )
     assert response.status_code == 200
     assert response.json()["count"] == 0

@@ -22,7 +22,7 @@ from tests.uvicorn_server import ROOT, subprocess_database_url, uvicorn_server
 def _django(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run `code` after `django.setup()` in a fresh process with the production settings and `env`."""
     full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env}
-    return subprocess.run(  # noqa: S603
+    return subprocess.run(
         [sys.executable, "-c", f"import django; django.setup(); {code}"],
         cwd=ROOT,
         env=full_env,
@@ -46,11 +46,15 @@ def test_the_secret_key_is_required_with_debug_off():
     # An explicit empty value: a developer's .env cannot fill it in (read_env never overwrites).
     result = _django("", {"DJANGO_SECRET_KEY": "", "DJANGO_DEBUG": "false"})
     assert result.returncode != 0
-    assert "ImproperlyConfigured: DJANGO_SECRET_KEY is not set: it is required when DJANGO_DEBUG is off" in result.stderr
+    assert (
+        "ImproperlyConfigured: DJANGO_SECRET_KEY is not set: it is required when DJANGO_DEBUG is off" in result.stderr
+    )
 
 
 def test_debug_on_starts_without_a_key():
-    result = _django("from django.conf import settings; print(settings.DEBUG)", {"DJANGO_SECRET_KEY": "", "DJANGO_DEBUG": "true"})
+    result = _django(
+        "from django.conf import settings; print(settings.DEBUG)", {"DJANGO_SECRET_KEY": "", "DJANGO_DEBUG": "true"}
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
 
@@ -75,7 +79,7 @@ def test_the_readme_production_settings_clear_check_deploy():
     } <= env.keys()
     # The database need not answer for the checks; keep the suite's.
     env.pop("DATABASE_URL")
-    result = subprocess.run(  # noqa: S603
+    result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env},
@@ -96,7 +100,7 @@ def test_the_readme_production_settings_clear_check_deploy():
 
 
 def test_without_the_readme_settings_check_deploy_warns():
-    result = subprocess.run(  # noqa: S603
+    result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings"},
@@ -123,9 +127,9 @@ def test_healthz_refuses_writes():
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 - a local test server
+    request = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read()
@@ -171,5 +175,7 @@ def test_uvicorn_healthz_is_503_when_the_database_is_down(tmp_path, collected_st
 
 
 def test_static_root_is_settable(tmp_path):
-    result = _django("from django.conf import settings; print(settings.STATIC_ROOT)", {"DJANGO_STATIC_ROOT": str(tmp_path)})
+    result = _django(
+        "from django.conf import settings; print(settings.STATIC_ROOT)", {"DJANGO_STATIC_ROOT": str(tmp_path)}
+    )
     assert Path(result.stdout.strip()) == tmp_path

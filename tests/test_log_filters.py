@@ -30,11 +30,17 @@ def test_redact_url(text, expected):
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        (f"INSERT INTO \"ai_chat_logs\" (\"id\", \"citations\") VALUES ('x', '[{{\"accountId\": \"{ACCOUNT}\"}}]')", 'INSERT INTO "ai_chat_logs"'),
+        (
+            f'INSERT INTO "ai_chat_logs" ("id", "citations") VALUES (\'x\', \'[{{"accountId": "{ACCOUNT}"}}]\')',
+            'INSERT INTO "ai_chat_logs"',
+        ),
         ('3 times: INSERT INTO "auth_user" ("username") VALUES (%s)', 'INSERT INTO "auth_user"'),
-        (f"UPDATE \"ai_chat_logs\" SET \"citations\" = '{ACCOUNT}'", 'UPDATE "ai_chat_logs"'),
-        (f"SELECT \"ai_chat_logs\".\"id\" FROM \"ai_chat_logs\" WHERE \"account_ids\" LIKE '%|{ACCOUNT}|%'", 'SELECT "ai_chat_logs"'),
-        (f"SELECT COUNT(*) AS \"__count\" FROM \"ai_chat_logs\" WHERE x = '{ACCOUNT}'", "SELECT"),
+        (f'UPDATE "ai_chat_logs" SET "citations" = \'{ACCOUNT}\'', 'UPDATE "ai_chat_logs"'),
+        (
+            f'SELECT "ai_chat_logs"."id" FROM "ai_chat_logs" WHERE "account_ids" LIKE \'%|{ACCOUNT}|%\'',
+            'SELECT "ai_chat_logs"',
+        ),
+        (f'SELECT COUNT(*) AS "__count" FROM "ai_chat_logs" WHERE x = \'{ACCOUNT}\'', "SELECT"),
         (f"'{ACCOUNT}'", "SQL"),
     ],
 )
@@ -49,7 +55,7 @@ def _record(name, msg, args, **extra):
 
 
 def test_sql_debug_record_loses_its_text_and_params():
-    sql = f"INSERT INTO \"ai_chat_logs\" (\"citations\") VALUES ('[{{\"accountId\": \"{ACCOUNT}\"}}]')"
+    sql = f'INSERT INTO "ai_chat_logs" ("citations") VALUES (\'[{{"accountId": "{ACCOUNT}"}}]\')'
     record = _record(
         "django.db.backends",
         "(%.3f) %s; args=%s; alias=%s",
@@ -65,14 +71,22 @@ def test_sql_debug_record_loses_its_text_and_params():
 
 
 def test_schema_record_loses_its_params():
-    record = _record("django.db.backends.schema", "%s; (params %r)", ("ALTER TABLE x", [ACCOUNT]), sql="ALTER TABLE x", params=[ACCOUNT])
+    record = _record(
+        "django.db.backends.schema",
+        "%s; (params %r)",
+        ("ALTER TABLE x", [ACCOUNT]),
+        sql="ALTER TABLE x",
+        params=[ACCOUNT],
+    )
     PrivacyFilter().filter(record)
     assert record.getMessage() == "ALTER"
     assert ACCOUNT not in str(record.__dict__)
 
 
 def test_uvicorn_access_record_loses_its_query_string():
-    record = _record("uvicorn.access", '%s - "%s %s HTTP/%s" %d', ("127.0.0.1:5000", "GET", f"/admin/?q={ACCOUNT}", "1.1", 200))
+    record = _record(
+        "uvicorn.access", '%s - "%s %s HTTP/%s" %d', ("127.0.0.1:5000", "GET", f"/admin/?q={ACCOUNT}", "1.1", 200)
+    )
     PrivacyFilter().filter(record)
     assert record.getMessage() == '127.0.0.1:5000 - "GET /admin/?… HTTP/1.1" 200'
 
@@ -82,9 +96,11 @@ def test_a_database_error_traceback_keeps_frames_but_no_message():
         try:
             raise ValueError(f"Failing row contains ({ACCOUNT})")
         except ValueError as inner:
-            raise IntegrityError(f'duplicate key: Key (x)=({ACCOUNT}) already exists') from inner
+            raise IntegrityError(f"duplicate key: Key (x)=({ACCOUNT}) already exists") from inner
     except IntegrityError:
-        record = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "Internal Server Error: %s", ("/x",), None)
+        record = logging.LogRecord(
+            "django.request", logging.ERROR, __file__, 1, "Internal Server Error: %s", ("/x",), None
+        )
         import sys
 
         record.exc_info = sys.exc_info()

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
 from silvia.logging_config import build_logging
-from tests.factories import UserFactory
 from tests.uvicorn_server import ROOT, subprocess_database_url, uvicorn_server
 
 EXAMPLES = ROOT / "examples" / "turns"
@@ -62,7 +62,7 @@ class Browser:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
 
     def get(self, path: str, headers: dict[str, str] | None = None) -> str:
-        request = urllib.request.Request(self.base_url + path, headers=headers or {})  # noqa: S310
+        request = urllib.request.Request(self.base_url + path, headers=headers or {})
         with self.opener.open(request, timeout=30) as response:
             return response.read().decode()
 
@@ -95,15 +95,13 @@ def _debug_env(database_url: str, static_root: Path) -> dict[str, str]:
 
 @pytest.mark.django_db(transaction=True)
 def test_operator_run_with_debug_logging_logs_no_account_id(tmp_path, collected_static):
-    maya = UserFactory(username="maya")
+    maya = User.objects.create_user(username="maya")
     token = Token.objects.create(user=maya).key
-    staff = UserFactory(username="staff", is_staff=True, is_superuser=True)
-    staff.set_password("staff-password-1")
-    staff.save()
+    User.objects.create_superuser("staff", password="staff-password-1")
     env = {**os.environ, **_debug_env(subprocess_database_url(tmp_path), collected_static)}
 
     # 1. The example import, as a command.
-    imported = subprocess.run(  # noqa: S603
+    imported = subprocess.run(
         [sys.executable, "manage.py", "import_turns", str(EXAMPLES), "--create-users"],
         cwd=ROOT,
         env=env,
@@ -158,9 +156,9 @@ def debug_log():
 
 @pytest.mark.django_db
 def test_in_process_import_api_and_admin_search_log_no_account_id(debug_log, capfd):
-    maya = UserFactory(username="maya")
-    UserFactory(username="sam")
-    staff = UserFactory(username="staff", is_staff=True, is_superuser=True)
+    maya = User.objects.create_user(username="maya")
+    User.objects.create_user(username="sam")
+    staff = User.objects.create_superuser("staff", password="staff-password-1")
     command_output = io.StringIO()
     call_command("import_turns", str(EXAMPLES), stdout=command_output, stderr=command_output)
 
@@ -175,7 +173,9 @@ def test_in_process_import_api_and_admin_search_log_no_account_id(debug_log, cap
         found += "/change/?_changelist_filters=" in page
     assert found >= 5
     # A database error inside a request: its traceback is logged without its message.
-    logging.getLogger("django.request").error("boom", exc_info=_integrity_error_quoting(sorted(example_account_ids())[0]))
+    logging.getLogger("django.request").error(
+        "boom", exc_info=_integrity_error_quoting(sorted(example_account_ids())[0])
+    )
 
     captured = capfd.readouterr()
     output = "\n".join([debug_log.getvalue(), command_output.getvalue(), captured.out, captured.err])

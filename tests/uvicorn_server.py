@@ -65,7 +65,7 @@ def uvicorn_server(log_path: Path, env: dict[str, str]) -> Iterator[Server]:
     full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env}
     command = [sys.executable, "-m", "uvicorn", "silvia.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+        process = subprocess.Popen(command, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = Server(url=f"http://127.0.0.1:{port}", log_path=log_path, process=process)
     try:
         deadline = time.monotonic() + 30
