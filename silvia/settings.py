@@ -65,7 +65,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: a control character in a path, query, header or cookie never reaches anything else.
-    "silvia.middleware.RejectControlCharacters",
+    "silvia.middleware.reject_control_characters",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

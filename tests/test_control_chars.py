@@ -99,6 +99,7 @@ RAW_CASES = [
     (b'GET /admin/ HTTP/1.1\r\nCookie: sessionid="abc\\000def0123456789abcdef"\r\n', {302}),
     (b'GET /admin/ HTTP/1.1\r\nCookie: sessionid="abc\\000def"\r\n', {302}),
     (b"GET /api/chat/sessions/%00/ HTTP/1.1\r\n", {404}),
+    (b"GET /admin/chat/chatlog/%00/change/ HTTP/1.1\r\n", {404}),
     (b"GET /api/chat/sessions/?page=%00 HTTP/1.1\r\n", {400}),
     (b"GET /admin/chat/chatlog/?q=%01 HTTP/1.1\r\n", {400}),
     # Raw control bytes in a header: uvicorn's HTTP parser refuses them before Django.
