@@ -147,3 +147,10 @@ def test_every_handler_carries_the_privacy_filter(name):
     assert ours
     for handler in ours:
         assert any(isinstance(f, PrivacyFilter) for f in handler.filters)
+
+
+def test_a_logged_path_loses_its_account_segment():
+    # Django logs every 4xx with the path: `/accounts/<id>` pages (SPEC 14) put an id there.
+    record = _record("django.request", "Not Found: %s", (f"/accounts/{ACCOUNT}",))
+    PrivacyFilter().filter(record)
+    assert record.getMessage() == "Not Found: /accounts/…"
