@@ -1,25 +1,95 @@
-"""Request guards that run before any view."""
+"""Request guards that run before any other middleware or view."""
+
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Awaitable, Callable
+from typing import cast
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from asgiref.sync import iscoroutinefunction
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.utils.decorators import sync_and_async_middleware
+
+from silvia.views import api_not_found
+
+# C0 controls and DEL. PostgreSQL refuses NUL in text (a database error, so a
+# 500, on PostgreSQL only); no other control character belongs in a URL, a
+# header or a cookie either. A horizontal tab is legal inside a header value.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Checked by their own readers: the token's shape by chat.api.authentication
+# (401 "Invalid token."), cookies one by one below.
+_HEADERS_READ_ELSEWHERE = {"HTTP_AUTHORIZATION", "HTTP_COOKIE"}
 
 
-class RejectNulInQueryString:
-    """400 for a query string holding a NUL character (`%00`).
+@sync_and_async_middleware
+def reject_control_characters(
+    get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]],
+) -> Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]:
+    """Answer bad input a stranger can send before it reaches a query.
 
-    Query parameters reach ORM filters directly (the admin's list filters,
-    DRF's `?page=`), and PostgreSQL refuses NUL in text: without this guard
-    such a request is a database error, a 500, on PostgreSQL only.
+    - a control character in the path (`/x%00`): 404, the API's JSON 404 under `/api/`;
+    - in the query string (`?q=%00`), a key or a value: 400;
+    - in a header value (a raw control byte; a tab is allowed): 400, except
+      `Authorization`, whose bad token is DRF's 401 "Invalid token.";
+    - in a cookie's name or value (`sessionid="abc\\000def"`, decoded by the
+      cookie parser): that cookie is dropped, so the request goes on as if it
+      were not sent (anonymous: API 401, admin login page). A browser with a
+      corrupt cookie is not locked out.
+    A 400 under `/api/` is JSON `{"detail": …}`, as DRF answers. Sync and
+    async: the checks do no I/O, so under ASGI they run without a thread hop.
     """
+    if iscoroutinefunction(get_response):
+        get_async = cast(Callable[[HttpRequest], Awaitable[HttpResponse]], get_response)
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+        async def async_middleware(request: HttpRequest) -> HttpResponse:
+            refusal = refuse_control_characters(request)
+            return refusal if refusal is not None else await get_async(request)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
-            if request.path.startswith("/api/"):
-                return JsonResponse({"detail": "The query string holds a NUL character."}, status=400)
-            return HttpResponseBadRequest("The query string holds a NUL character.")
-        return self.get_response(request)
+        return async_middleware
+    get_sync = cast(Callable[[HttpRequest], HttpResponse], get_response)
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        refusal = refuse_control_characters(request)
+        return refusal if refusal is not None else get_sync(request)
+
+    return middleware
+
+
+def refuse_control_characters(request: HttpRequest) -> HttpResponse | None:
+    """The response refusing `request` (see `reject_control_characters`), or None to go on.
+
+    Drops cookies holding a control character from `request.COOKIES` in place.
+    Raises Http404 for a control character in a path outside `/api/`.
+    """
+    if _CONTROL.search(request.path):
+        if request.path.startswith("/api/"):
+            return api_not_found(request)
+        raise Http404("No such page.")
+    if any(_CONTROL.search(key) or _CONTROL.search(value) for key, values in request.GET.lists() for value in values):
+        return _bad_request(request, "The query string holds a control character.")
+    bad_header = next(
+        (
+            name
+            for name, value in request.META.items()
+            if name.startswith("HTTP_")
+            and name not in _HEADERS_READ_ELSEWHERE
+            and isinstance(value, str)
+            and _HEADER_CONTROL.search(value)
+        ),
+        None,
+    )
+    if bad_header is not None:
+        header = bad_header.removeprefix("HTTP_").replace("_", "-").title()
+        return _bad_request(request, f"The {header} header holds a control character.")
+    if any(_CONTROL.search(key) or _CONTROL.search(value) for key, value in request.COOKIES.items()):
+        request.COOKIES = {
+            key: value for key, value in request.COOKIES.items() if not (_CONTROL.search(key) or _CONTROL.search(value))
+        }
+    return None
+
+
+def _bad_request(request: HttpRequest, message: str) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": message}, status=400)
+    return HttpResponseBadRequest(message)

@@ -1,11 +1,17 @@
 """One settings module, read from the environment (django-environ).
 
-Every setting has a safe local default, so a fresh clone runs on the embedded
-SQLite database with no configuration. `.env.example` lists the variables.
+A fresh clone runs on the embedded SQLite database with `DJANGO_DEBUG=true`
+and nothing else. With DEBUG off (the default) `DJANGO_SECRET_KEY` is
+required, and every `check --deploy` item is set from the environment
+(README "Deploying"). `.env.example` lists the variables.
 """
+
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from silvia.logging_config import build_logging
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -13,8 +19,36 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-only-key-change-me-in-production")
+# No committed fallback outside DEBUG: a server that signs sessions with a key
+# everyone can read must not start.
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is not set: it is required when DJANGO_DEBUG is off. Generate one with "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(50))'` (or set DJANGO_DEBUG=true on a laptop)."
+        )
+    SECRET_KEY = "django-insecure-local-debug-only"  # noqa: S105 -- DEBUG only; check --deploy flags the prefix
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# HTTPS (each one a `check --deploy` item; README "Deploying" sets them all).
+# Off by default so that `make run` and the tests work over plain HTTP.
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# A load balancer probes /healthz over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=False)
+# `HTTP_X_FORWARDED_PROTO,https`: trust the proxy's header saying the request came over HTTPS.
+_proxy_ssl_header = env.list("DJANGO_SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured(
+        "DJANGO_SECURE_PROXY_SSL_HEADER must be `HEADER,value`, e.g. `HTTP_X_FORWARDED_PROTO,https`."
+    )
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1]) if _proxy_ssl_header else None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -30,8 +64,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a control character in a path, query, header or cookie never reaches anything else.
+    "silvia.middleware.reject_control_characters",
     "django.middleware.security.SecurityMiddleware",
-    "silvia.middleware.RejectNulInQueryString",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -81,7 +117,12 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+# `manage.py collectstatic` writes here; whitenoise serves it (hashed, compressed) with DEBUG off.
+STATIC_ROOT = BASE_DIR / env.str("DJANGO_STATIC_ROOT", default="var/static")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 REST_FRAMEWORK = {
     # Token first so that an unauthenticated request gets 401 with
@@ -108,27 +149,12 @@ SPECTACULAR_SETTINGS = {
 # Relative to the project when relative.
 CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examples/corpus")
 
-# One console handler. Django's own loggers do not also propagate to the root
-# (that printed each line twice), and the access log drops query strings,
-# which can hold an account id typed into the admin search (SPEC section 9).
+# Privacy by construction (SPEC section 9): every handler carries
+# `silvia.log_filters.PrivacyFilter` (SQL text and parameters, query strings
+# and account path segments never reach a handler), and uvicorn's own loggers
+# go through these handlers too. See silvia/logging_config.py.
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"redact_query": {"()": "silvia.log_filters.RedactQueryString"}},
-    "formatters": {
-        "django.server": {"()": "django.utils.log.ServerFormatter", "format": "[{server_time}] {message}", "style": "{"},
-    },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler"},
-        "django.server": {"class": "logging.StreamHandler", "formatter": "django.server", "filters": ["redact_query"]},
-    },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
-        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
-    },
-}
+LOGGING = build_logging(LOG_LEVEL)
 
 # Tools a live turn can use (README "Tools a live turn can use"). A tool that
 # is not configured is not offered to the model.

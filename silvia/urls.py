@@ -2,9 +2,10 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from silvia.views import api_not_found
+from silvia.views import api_not_found, healthz
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/chat/", include("chat.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -1,32 +1,156 @@
-"""Query strings stay out of the access log (SPEC section 9)."""
+"""Unit tests of the privacy log filters (SPEC section 9); end to end in tests/test_privacy_logs.py."""
+
 from __future__ import annotations
 
 import logging
 
 import pytest
+from django.db import IntegrityError
 
-from silvia.log_filters import RedactQueryString, redact_request_line
+from silvia.log_filters import PrivacyFilter, QuietHealthCheck, redact_url, statement_summary
+
+ACCOUNT = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
 
 
 @pytest.mark.parametrize(
-    ("line", "expected"),
+    ("text", "expected"),
     [
-        ("GET /admin/chat/chatlog/?q=FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U HTTP/1.1", "GET /admin/chat/chatlog/?… HTTP/1.1"),
+        (f"GET /admin/chat/chatlog/?q={ACCOUNT} HTTP/1.1", "GET /admin/chat/chatlog/?… HTTP/1.1"),
         ("GET /api/chat/sessions/ HTTP/1.1", "GET /api/chat/sessions/ HTTP/1.1"),
-        ("GET /a?x=1&y=2 HTTP/1.0", "GET /a?… HTTP/1.0"),
+        ("/a?x=1&y=2", "/a?…"),
+        (f"/accounts/{ACCOUNT}", "/accounts/…"),
+        (f"/accounts/{ACCOUNT}/history?x=1", "/accounts/…/history?…"),
+        ("Is this a question?", "Is this a question?"),
     ],
 )
-def test_redact_request_line(line, expected):
-    assert redact_request_line(line) == expected
+def test_redact_url(text, expected):
+    assert redact_url(text) == expected
 
 
-def test_filter_rewrites_the_access_log_record():
-    record = logging.LogRecord("django.server", logging.INFO, __file__, 1, '"%s" %s %s', ("GET /admin/?q=secret-account-id-123 HTTP/1.1", "200", "12"), None)
-    assert RedactQueryString().filter(record) is True
-    assert record.getMessage() == '"GET /admin/?… HTTP/1.1" 200 12'
-    assert "secret" not in record.getMessage()
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            f'INSERT INTO "ai_chat_logs" ("id", "citations") VALUES (\'x\', \'[{{"accountId": "{ACCOUNT}"}}]\')',
+            'INSERT INTO "ai_chat_logs"',
+        ),
+        ('3 times: INSERT INTO "auth_user" ("username") VALUES (%s)', 'INSERT INTO "auth_user"'),
+        (f'UPDATE "ai_chat_logs" SET "citations" = \'{ACCOUNT}\'', 'UPDATE "ai_chat_logs"'),
+        (
+            f'SELECT "ai_chat_logs"."id" FROM "ai_chat_logs" WHERE "account_ids" LIKE \'%|{ACCOUNT}|%\'',
+            'SELECT "ai_chat_logs"',
+        ),
+        (f'SELECT COUNT(*) AS "__count" FROM "ai_chat_logs" WHERE x = \'{ACCOUNT}\'', "SELECT"),
+        (f"'{ACCOUNT}'", "SQL"),
+    ],
+)
+def test_statement_summary_keeps_no_value(sql, expected):
+    assert statement_summary(sql) == expected
 
 
-def test_access_log_is_configured_with_the_filter():
-    handler = next(h for h in logging.getLogger("django.server").handlers)
-    assert any(isinstance(f, RedactQueryString) for f in handler.filters)
+def _record(name, msg, args, **extra):
+    record = logging.LogRecord(name, logging.DEBUG, __file__, 1, msg, args, None)
+    record.__dict__.update(extra)
+    return record
+
+
+def test_sql_debug_record_loses_its_text_and_params():
+    sql = f'INSERT INTO "ai_chat_logs" ("citations") VALUES (\'[{{"accountId": "{ACCOUNT}"}}]\')'
+    record = _record(
+        "django.db.backends",
+        "(%.3f) %s; args=%s; alias=%s",
+        (0.0012, sql, (ACCOUNT,), "default"),
+        duration=0.0012,
+        sql=sql,
+        params=(ACCOUNT,),
+        alias="default",
+    )
+    assert PrivacyFilter().filter(record) is True
+    assert record.getMessage() == '(0.001) INSERT INTO "ai_chat_logs"; alias=default'
+    assert ACCOUNT not in str(record.__dict__)
+
+
+def test_schema_record_loses_its_params():
+    record = _record(
+        "django.db.backends.schema",
+        "%s; (params %r)",
+        ("ALTER TABLE x", [ACCOUNT]),
+        sql="ALTER TABLE x",
+        params=[ACCOUNT],
+    )
+    PrivacyFilter().filter(record)
+    assert record.getMessage() == "ALTER"
+    assert ACCOUNT not in str(record.__dict__)
+
+
+def test_uvicorn_access_record_loses_its_query_string():
+    record = _record(
+        "uvicorn.access", '%s - "%s %s HTTP/%s" %d', ("127.0.0.1:5000", "GET", f"/admin/?q={ACCOUNT}", "1.1", 200)
+    )
+    PrivacyFilter().filter(record)
+    assert record.getMessage() == '127.0.0.1:5000 - "GET /admin/?… HTTP/1.1" 200'
+
+
+def test_a_database_error_traceback_keeps_frames_but_no_message():
+    try:
+        try:
+            raise ValueError(f"Failing row contains ({ACCOUNT})")
+        except ValueError as inner:
+            raise IntegrityError(f"duplicate key: Key (x)=({ACCOUNT}) already exists") from inner
+    except IntegrityError:
+        record = logging.LogRecord(
+            "django.request", logging.ERROR, __file__, 1, "Internal Server Error: %s", ("/x",), None
+        )
+        import sys
+
+        record.exc_info = sys.exc_info()
+    PrivacyFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert ACCOUNT not in text
+    assert "django.db.utils.IntegrityError: (message withheld: it may quote row data)" in text
+    assert "builtins.ValueError: (message withheld" in text
+    assert "test_log_filters.py" in text  # the frames are kept
+
+
+def test_other_tracebacks_are_untouched():
+    try:
+        raise ValueError("plain")
+    except ValueError:
+        import sys
+
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "boom", None, sys.exc_info())
+    PrivacyFilter().filter(record)
+    assert "ValueError: plain" in logging.Formatter().format(record)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kept"),
+    [
+        ("uvicorn.access", ("127.0.0.1:1", "GET", "/healthz", "1.1", 200), False),
+        ("uvicorn.access", ("127.0.0.1:1", "GET", "/healthz", "1.1", 503), True),
+        ("uvicorn.access", ("127.0.0.1:1", "GET", "/admin/", "1.1", 200), True),
+        ("django.server", ("GET /healthz HTTP/1.1", "200", "15"), False),
+        ("django.server", ("GET /healthz HTTP/1.1", "503", "15"), True),
+    ],
+)
+def test_quiet_healthz(name, args, kept):
+    record = _record(name, "%s", args)
+    assert QuietHealthCheck().filter(record) is kept
+
+
+@pytest.mark.parametrize("name", ["django", "django.server", "uvicorn", "uvicorn.access", "root"])
+def test_every_handler_carries_the_privacy_filter(name):
+    logger = logging.getLogger() if name == "root" else logging.getLogger(name)
+    while not logger.handlers and logger.parent is not None:
+        logger = logger.parent
+    ours = [h for h in logger.handlers if not type(h).__module__.startswith("_pytest")]  # pytest's capture
+    assert ours
+    for handler in ours:
+        assert any(isinstance(f, PrivacyFilter) for f in handler.filters)
+
+
+def test_a_logged_path_loses_its_account_segment():
+    # Django logs every 4xx with the path: `/accounts/<id>` pages (SPEC 14) put an id there.
+    record = _record("django.request", "Not Found: %s", (f"/accounts/{ACCOUNT}",))
+    PrivacyFilter().filter(record)
+    assert record.getMessage() == "Not Found: /accounts/…"

@@ -1,0 +1,23 @@
+"""Settings for the test suite: `silvia.settings` with a test-only secret key.
+
+The tests run with DEBUG off, as production does, so `silvia.settings` needs a
+key. It is put in the environment (not only in settings) so that a server or
+command a test starts as a subprocess starts too. Never use this module to serve.
+"""
+
+import os
+
+os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-key-never-used-to-serve-7Hq2mZ9vR4xK8pW3nL6tB1cY5fJ0sD")
+
+from silvia.settings import *  # noqa: F403
+
+# The manifest (hashed names) exists only after `collectstatic`; the suite
+# renders admin pages without running it. tests/test_deploy.py checks the
+# production storage through a real collectstatic and uvicorn.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+# Serve static files from the apps' folders, as with DEBUG on: no collectstatic needed.
+WHITENOISE_AUTOREFRESH = True
+WHITENOISE_USE_FINDERS = True

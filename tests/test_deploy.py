@@ -1,0 +1,181 @@
+"""Settings a deploy can get right, static files, /healthz (issue 14, item 3; README "Deploying")."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from tests.uvicorn_server import ROOT, subprocess_database_url, uvicorn_server
+
+
+def _django(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run `code` after `django.setup()` in a fresh process with the production settings and `env`."""
+    full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env}
+    return subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def readme_production_env() -> dict[str, str]:
+    """The `export NAME=value` lines of README "Deploying"; a `$(…)` value becomes a fresh random key."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Deploying\n", 1)[1].split("\n## ", 1)[0]
+    env = {}
+    for name, value in re.findall(r"^export (\w+)=(\S+)", section, flags=re.MULTILINE):
+        env[name] = secrets.token_urlsafe(50) if value.startswith('"$(') else value
+    return env
+
+
+def test_the_secret_key_is_required_with_debug_off():
+    # An explicit empty value: a developer's .env cannot fill it in (read_env never overwrites).
+    result = _django("", {"DJANGO_SECRET_KEY": "", "DJANGO_DEBUG": "false"})
+    assert result.returncode != 0
+    assert (
+        "ImproperlyConfigured: DJANGO_SECRET_KEY is not set: it is required when DJANGO_DEBUG is off" in result.stderr
+    )
+
+
+def test_debug_on_starts_without_a_key():
+    result = _django(
+        "from django.conf import settings; print(settings.DEBUG)", {"DJANGO_SECRET_KEY": "", "DJANGO_DEBUG": "true"}
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_a_malformed_proxy_ssl_header_is_refused():
+    result = _django("", {"DJANGO_SECURE_PROXY_SSL_HEADER": "HTTP_X_FORWARDED_PROTO"})
+    assert result.returncode != 0
+    assert "DJANGO_SECURE_PROXY_SSL_HEADER must be `HEADER,value`" in result.stderr
+
+
+def test_the_readme_production_settings_clear_check_deploy():
+    env = readme_production_env()
+    assert {
+        "DJANGO_SECRET_KEY",
+        "DJANGO_SECURE_SSL_REDIRECT",
+        "DJANGO_SECURE_HSTS_SECONDS",
+        "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS",
+        "DJANGO_SECURE_HSTS_PRELOAD",
+        "DJANGO_SESSION_COOKIE_SECURE",
+        "DJANGO_CSRF_COOKIE_SECURE",
+        "DJANGO_SECURE_PROXY_SSL_HEADER",
+    } <= env.keys()
+    # The database need not answer for the checks; keep the suite's.
+    env.pop("DATABASE_URL")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+    settings = _django(
+        "from django.conf import settings as s; "
+        "print(s.SECURE_PROXY_SSL_HEADER, s.SECURE_HSTS_SECONDS, s.CSRF_TRUSTED_ORIGINS, s.ALLOWED_HOSTS)",
+        env,
+    )
+    assert settings.stdout.strip() == (
+        "('HTTP_X_FORWARDED_PROTO', 'https') 31536000 ['https://silvia.example.com'] ['silvia.example.com']"
+    )
+
+
+def test_without_the_readme_settings_check_deploy_warns():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    for warning in ("W004", "W008", "W012", "W016"):
+        assert f"security.{warning}" in result.stderr
+
+
+@pytest.mark.django_db
+def test_healthz_is_ok_when_the_database_answers():
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    assert "no-cache" in response["Cache-Control"]
+
+
+@pytest.mark.django_db
+def test_healthz_refuses_writes():
+    assert Client().post("/healthz").status_code == 405
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_uvicorn_serves_admin_css_and_healthz_with_debug_off(tmp_path, collected_static):
+    env = {
+        "DATABASE_URL": subprocess_database_url(tmp_path),
+        "DJANGO_STATIC_ROOT": str(collected_static),
+        "DJANGO_DEBUG": "false",
+    }
+    with uvicorn_server(tmp_path / "server.log", env) as server:
+        status, _, page = _get(f"{server.url}/admin/login/")
+        assert status == 200
+        css = re.search(rb'href="(/static/admin/css/base\.[0-9a-f]{12}\.css)"', page)
+        assert css, page[:2000]
+        status, headers, body = _get(server.url + css.group(1).decode(), {"Accept-Encoding": "gzip"})
+        assert status == 200
+        assert headers["Content-Type"].startswith("text/css")
+        assert headers["Content-Encoding"] == "gzip"
+        assert "immutable" in headers["Cache-Control"]
+        assert gzip.decompress(body) == (collected_static / css.group(1).decode().removeprefix("/static/")).read_bytes()
+        for _ in range(3):
+            status, _, body = _get(f"{server.url}/healthz")
+            assert (status, json.loads(body)) == (200, {"status": "ok"})
+        status, _, _ = _get(f"{server.url}/admin/login/?next=/admin/")
+        output = server.output()
+    assert "/healthz" not in output  # a healthy probe is not logged
+    assert '"GET /admin/login/?… HTTP/1.1" 200' in output  # the access log is on, without the query
+
+
+def test_uvicorn_healthz_is_503_when_the_database_is_down(tmp_path, collected_static):
+    # Nothing listens on port 1: the connection is refused at once.
+    env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:1/nothing", "DJANGO_STATIC_ROOT": str(collected_static)}
+    with uvicorn_server(tmp_path / "server.log", env) as server:
+        status, _, body = _get(f"{server.url}/healthz")
+        output = server.output()
+    assert (status, json.loads(body)) == (503, {"status": "unavailable", "detail": "database unreachable"})
+    assert "healthz: database unreachable (OperationalError)" in output
+    assert '"GET /healthz HTTP/1.1" 503' in output
+    assert "refused" not in output.lower()  # the driver's message names the host: not logged
+
+
+def test_static_root_is_settable(tmp_path):
+    result = _django(
+        "from django.conf import settings; print(settings.STATIC_ROOT)", {"DJANGO_STATIC_ROOT": str(tmp_path)}
+    )
+    assert Path(result.stdout.strip()) == tmp_path
