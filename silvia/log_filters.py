@@ -1,4 +1,4 @@
-"""Logging filters that keep user data out of logs (SPEC section 9)."""
+"""Logging filters that keep user data out of logs (docs/privacy.md)."""
 from __future__ import annotations
 
 import logging

@@ -85,7 +85,7 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 
 REST_FRAMEWORK = {
     # Token first so that an unauthenticated request gets 401 with
-    # `WWW-Authenticate: Token` (SPEC section 10), not 403.
+    # `WWW-Authenticate: Token` (docs/api.md), not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "chat.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -104,13 +104,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# Root of the library corpus (SPEC section 8).
+# Root of the library corpus (docs/citable.md).
 # Relative to the project when relative.
 CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examples/corpus")
 
 # One console handler. Django's own loggers do not also propagate to the root
 # (that printed each line twice), and the access log drops query strings,
-# which can hold an account id typed into the admin search (SPEC section 9).
+# which can hold an account id typed into the admin search (docs/privacy.md).
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,

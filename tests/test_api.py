@@ -1,4 +1,4 @@
-"""The sessions API (SPEC section 10): scope, auth, raw JSON, query budget."""
+"""The sessions API (docs/api.md): scope, auth, raw JSON, query budget."""
 from __future__ import annotations
 
 import json

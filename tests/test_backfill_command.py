@@ -1,4 +1,4 @@
-"""`manage.py backfill_citation_targets` and the data migration, end to end (SPEC section 12)."""
+"""`manage.py backfill_citation_targets` and the data migration, end to end (docs/backfill.md)."""
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,4 @@
-"""Tool output -> search_result blocks with targets (SPEC section 4). Pure: no database."""
+"""Tool output -> search_result blocks with targets (docs/citable.md). Pure: no database."""
 
 from __future__ import annotations
 
@@ -693,7 +693,7 @@ def test_to_citable_content_never_raises_and_blocks_are_well_formed(call):
 
 
 def _reference_sql(rows: list) -> list[tuple[str, str, object]]:
-    """SPEC section 4's execute_sql rule written naively, as an oracle."""
+    """docs/citable.md's execute_sql rule written naively, as an oracle."""
     if not rows:
         return [(PORTFOLIO, "Your portfolio", PortfolioTarget())]
     label_column = next((c for c in LABEL_COLUMNS if any(isinstance(r, dict) and c in r for r in rows)), None)
@@ -737,7 +737,7 @@ def test_sql_matches_the_naive_rule(rows):
 
 
 def test_sql_row_text_leaves_out_the_vendor_and_id_columns():
-    # SPEC section 9: the provider never reaches text a user may see; the
+    # docs/privacy.md: the provider never reaches text a user may see; the
     # golden turns cite exactly this text for these rows.
     rows = [
         {"source": "plaid", "source_account_id": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U", "account_name": "Credit card", "current_balance": 1250.33},

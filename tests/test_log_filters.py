@@ -1,4 +1,4 @@
-"""Query strings stay out of the access log (SPEC section 9)."""
+"""Query strings stay out of the access log (docs/privacy.md)."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""record_turn on the database (SPEC sections 6 and 7), with the golden turn
+"""record_turn on the database (docs/turns.md), with the golden turn
 cases; runs on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
