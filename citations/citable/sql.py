@@ -16,7 +16,7 @@ from typing import Any
 
 from django.utils.text import slugify
 
-from citations.accounts import ACCOUNT_ID_COLUMNS, account_ref_from_row
+from citations.accounts import ACCOUNT_ID_COLUMNS, account_ref_from_row, is_account_id
 from citations.citable.blocks import PORTFOLIO, PORTFOLIO_SOURCE, PORTFOLIO_TITLE, SearchResult, is_blank, value_text
 from citations.targets import AccountRef, CitationTarget, accounts_target
 
@@ -44,6 +44,9 @@ ROUTING_COLUMNS: frozenset[str] = frozenset({"source", *ACCOUNT_ID_COLUMNS})
 """Columns left out of a row's text: `source` names a vendor, which never
 appears in text a user may see (docs/privacy.md), and the id columns are
 carried by the block's target instead (the golden `cited_text` has neither)."""
+
+# The id columns consulted when `source_account_id` holds no id (docs/accounts.md).
+_FALLBACK_COLUMNS = ("snaptrade_account_id", "manual_account_uuid", "account_uuid", "account_id")
 
 # Cell types whose f-string spelling is already the text we want.
 _PLAIN_CELL_TYPES = frozenset({str, int, float})
@@ -99,31 +102,30 @@ def sql_blocks(output: Mapping[str, object]) -> list[SearchResult]:
 
     # Rows with the same label and account columns fall in the same block and
     # name the same account: decide each distinct key once (a 100,000-row
-    # result has a few dozen). Only keys with a str/null label are stored: 1,
-    # 1.0 and True are one dict key but three labels, and none of them
-    # equals a stored key.
+    # result has a few dozen). When `source_account_id` holds an id, it and
+    # `source` alone decide the account (step 1 of docs/accounts.md), so the
+    # short key (label, source_account_id, source) is remembered too. Only
+    # keys with a str/null label are stored: 1, 1.0 and True are one dict key
+    # but three labels, and none of them equals a stored key.
     decided: dict[tuple[object, ...], _Group] = {}
     for row in rows:
         if type(row) is not dict:
             group = group_of(row)
-        else:
-            key = (
-                row.get(label_column),
-                row.get("source"),
-                row.get("source_account_id"),
-                row.get("snaptrade_account_id"),
-                row.get("manual_account_uuid"),
-                row.get("account_uuid"),
-                row.get("account_id"),
-            )
-            try:
-                group = decided[key]
-            except KeyError:
-                group = group_of(row)
-                if key[0] is None or type(key[0]) is str:
-                    decided[key] = group
-            except TypeError:  # an unhashable cell
-                group = group_of(row)
+            group.rows.append(row)
+            continue
+        short = (row.get(label_column), row.get("source_account_id"), row.get("source"))
+        key: tuple[object, ...] | None = None
+        try:
+            found = decided.get(short) or decided.get(key := (*short, *map(row.get, _FALLBACK_COLUMNS)))
+        except TypeError:  # an unhashable cell: decide this row alone
+            found, key = None, None
+        if found is None:
+            found = group_of(row)
+            if key is not None and (short[0] is None or type(short[0]) is str):
+                decided[key] = found
+                if is_account_id(short[1]):
+                    decided[short] = found
+        group = found
         group.rows.append(row)
 
     return [
