@@ -15,7 +15,7 @@ appended last, and a row whose column is not a list of objects is left whole.
 
 Batches of `BATCH_SIZE` rows in primary-key order, each in its own
 transaction: its rows are read `FOR UPDATE` on PostgreSQL, worked out, and
-the rows that change are written back (`executemany`). A deploy that dies
+the rows that change are written back with one `UPDATE ... FROM (VALUES ...)`. A deploy that dies
 half-way keeps the committed batches; running again finishes the job.
 """
 
@@ -171,34 +171,37 @@ def backfill_0002(model: Any, using: str) -> tuple[int, int]:
     qn = connection.ops.quote_name
     table, pk = qn(model._meta.db_table), qn(model._meta.pk.column)
     postgresql = connection.vendor == "postgresql"
-    lock = " FOR UPDATE" if postgresql else ""
-    cast = "::jsonb" if postgresql else ""
-    assignments = ", ".join(
-        [f"{qn('citations')} = %s{cast}", f"{qn('inline_citations')} = %s{cast}"]
-        + [f"{qn(column)} = %s" for column in _SUMMARY_COLUMNS]
-    )
-    # Names are quoted by the connection; every value is a bound parameter.
-    update = f"UPDATE {table} SET {assignments} WHERE {pk} = %s"  # noqa: S608
+    # One VALUES row per changed row; PostgreSQL needs the types spelled out.
+    casts = ("::uuid", "::jsonb", "::jsonb", *["::integer"] * 4, "", "", "") if postgresql else ("",) * 10
+    written = ("id", "citations", "inline_citations", *_SUMMARY_COLUMNS)
+    value_row = "(" + ", ".join(f"%s{cast}" for cast in casts) + ")"
+    assignments = ", ".join(f"{qn(column)} = v.{qn(column)}" for column in written[1:])
     scanned = changed = 0
     last: Any = None
     while True:
         with transaction.atomic(using=using), connection.cursor() as cursor:
             params: list[Any] = [] if last is None else [last]
             where = "" if last is None else f" WHERE {pk} > %s"
+            lock = " FOR UPDATE" if postgresql else ""
             select = f"SELECT {pk}, {qn('citations')}, {qn('inline_citations')} FROM {table}{where}"  # noqa: S608
             cursor.execute(f"{select} ORDER BY {pk} LIMIT %s{lock}", [*params, BATCH_SIZE])
             rows = cursor.fetchall()
-            writes = []
+            writes: list[Any] = []
             for row_id, raw_citations, raw_inline in rows:
                 citations = backfill_list(_decode(raw_citations))
                 inline = backfill_list(_decode(raw_inline))
                 if citations is None or inline is None or citations[1] + inline[1] == 0:
                     continue
                 columns = summary(citations[0], inline[0])
-                values = [json.dumps(citations[0]), json.dumps(inline[0])]
-                writes.append([*values, *(columns[name] for name in _SUMMARY_COLUMNS), row_id])
+                json_values = [json.dumps(citations[0]), json.dumps(inline[0])]
+                writes.append([row_id, *json_values, *(columns[name] for name in _SUMMARY_COLUMNS)])
             if writes:
-                cursor.executemany(update, writes)
+                # One statement for the batch. Names are quoted by the
+                # connection; every value is a bound parameter.
+                values = ", ".join([value_row] * len(writes))
+                with_v = f"WITH v({', '.join(qn(c) for c in written)}) AS (VALUES {values})"
+                update = f"UPDATE {table} SET {assignments} FROM v WHERE {table}.{pk} = v.{qn('id')}"  # noqa: S608
+                cursor.execute(f"{with_v} {update}", [value for write in writes for value in write])
         scanned += len(rows)
         changed += len(writes)
         if len(rows) < BATCH_SIZE:
