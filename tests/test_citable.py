@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citations.accounts import account_ref_from_row
+from citations import citable
 from citations.citable import (
     LABEL_COLUMNS,
     LIBRARY_TOOLS,
@@ -734,6 +735,11 @@ def test_sql_matches_the_naive_rule(rows):
     results = to_citable_content("execute_sql", {}, {"rows": rows})
     assert [(r.source, r.title, r.target) for r in results] == expected
     _assert_well_formed(results)
+    # Every row is rendered into exactly one block: none lost, none repeated.
+    rendered = [render_sql_row(row) for row in rows] if isinstance(rows, list) else []
+    assert sorted(t for r in results for t in r.texts if t != citable.EMPTY_ROWS_TEXT) == sorted(
+        t for t in rendered if t.strip()
+    ) or not rows
 
 
 def test_sql_row_text_leaves_out_the_vendor_and_id_columns():
