@@ -16,7 +16,7 @@ from django.db.migrations.operations import RunPython
 from chat import backfill as backfill_module
 from chat import backfill_text
 from chat.models import ChatLog
-from tests.cases import case_ids, load_cases
+from tests.cases import load_cases
 from tests.factories import ChatLogFactory
 
 pytestmark = pytest.mark.django_db
@@ -198,42 +198,52 @@ def test_the_migration_and_its_frozen_code_import_nothing_from_the_project():
         assert project <= {"chat.migrations._frozen_0002_backfill"}, project
 
 
-def test_migration_types_rows_as_the_command_does():
-    _old(1, "silvia://your-portfolio", "silvia://your-account/x")
-    MIGRATION.backfill_targets(_historical_apps(), connection.schema_editor())
-    _old(2, "silvia://your-portfolio", "silvia://your-account/x")  # the same row, after the migration ran
-    _run()
-
-    migrated, commanded = ChatLog.objects.get(pk=_id(1)), ChatLog.objects.get(pk=_id(2))
-    assert migrated.citations == commanded.citations and migrated.inline_citations == commanded.inline_citations
-    assert migrated.citations[0]["target"] == {"kind": "portfolio"} and "target" not in migrated.citations[1]
-    assert (migrated.typed_count, migrated.untyped_count, migrated.target_kinds) == (1, 1, "|portfolio|untyped|")
-    assert (commanded.typed_count, commanded.untyped_count, commanded.target_kinds) == (1, 1, "|portfolio|untyped|")
+def _migrate_to(name: str):
+    """Migrate the test database's `chat` app to `name` and return the apps of that state."""
+    executor = MigrationExecutor(connection)
+    target = [("chat", name)]
+    executor.migrate(target)
+    return MigrationExecutor(connection).loader.project_state(target[0]).apps
 
 
-@pytest.mark.parametrize("case", BACKFILL_VECTORS, ids=case_ids(BACKFILL_VECTORS))
-def test_migration_gives_the_rows_the_command_gives(case):
-    # The frozen copy and the live code agree at this point in history.
-    citation = case["citation"]
-    inline = [{**citation, "start": 0, "end": 1}]
-    ChatLogFactory(id=_id(1), citations=[citation, {"source": "https://example.org/"}], inline_citations=inline)
-    MIGRATION.backfill_targets(_historical_apps(), connection.schema_editor())
-    ChatLogFactory(id=_id(2), citations=[citation, {"source": "https://example.org/"}], inline_citations=inline)
-    _run()
-
-    migrated, commanded = ChatLog.objects.get(pk=_id(1)), ChatLog.objects.get(pk=_id(2))
-    assert (migrated.citations, migrated.inline_citations) == (commanded.citations, commanded.inline_citations)
-    columns = ("citation_count", "typed_count", "untyped_count", "malformed_count", "target_kinds", "account_ids", "sources")
-    assert [getattr(migrated, c) for c in columns] == [getattr(commanded, c) for c in columns]
+def _kind(expect) -> str:
+    return "untyped" if expect in (None, "KEEP") else expect["kind"]
 
 
-def test_migration_leaves_malformed_rows_whole_and_runs_in_batches(monkeypatch):
-    monkeypatch.setattr(FROZEN, "BATCH_SIZE", 2)
-    for n in range(1, 6):
-        _old(n, "silvia://analysis")
-    ChatLogFactory(id=_id(6), citations=[{"source": "silvia://analysis"}], inline_citations=[None])
+@pytest.mark.django_db(transaction=True)
+def test_migration_types_old_rows_on_the_schema_of_its_time(monkeypatch):
+    # The migration runs for real, from 0001 to 0002, on rows written with the
+    # 0001 models: it must keep working whatever later migrations change.
+    monkeypatch.setattr(FROZEN, "BATCH_SIZE", 3)  # several batches, one partly malformed
+    apps = _migrate_to("0001_initial")
+    try:
+        user = apps.get_model("auth", "User").objects.create(username="old")
+        session = apps.get_model("chat", "ChatSession").objects.create(user=user, title="old")
+        old_log = apps.get_model("chat", "ChatLog")
+        for n, case in enumerate(BACKFILL_VECTORS, start=1):
+            citation = case["citation"]
+            old_log.objects.create(
+                id=_id(n), session=session, user=user, user_message="q", prompt_version="legacy",
+                citations=[citation], inline_citations=[{**citation, "start": 0, "end": 1}],
+            )  # fmt: skip
+        malformed = _id(len(BACKFILL_VECTORS) + 1)
+        analysis = {"source": "silvia://analysis", "title": "Analysis", "cited_text": "x"}
+        old_log.objects.create(
+            id=malformed, session=session, user=user, user_message="q", prompt_version="legacy",
+            citations=[analysis], inline_citations=[None],
+        )  # fmt: skip
 
-    MIGRATION.backfill_targets(_historical_apps(), connection.schema_editor())
+        new_log = _migrate_to("0002_backfill_citation_targets").get_model("chat", "ChatLog")
+        rows = {log.id: log for log in new_log.objects.all()}
 
-    assert [log.citations[0].get("target") for log in ChatLog.objects.order_by("id")] == [{"kind": "analysis"}] * 5 + [None]
-    assert FROZEN.backfill_0002(ChatLog, connection.alias) == (6, 0)  # a second run changes nothing
+        for n, case in enumerate(BACKFILL_VECTORS, start=1):
+            citation, expect, log = case["citation"], case["expect"], rows[_id(n)]
+            typed = {**citation, "target": expect} if expect not in (None, "KEEP") else citation
+            assert (log.citations, log.inline_citations) == ([typed], [{**citation, "start": 0, "end": 1, **typed}])
+            if expect not in (None, "KEEP"):  # rows that change get their summary columns
+                assert (log.citation_count, log.typed_count, log.untyped_count, log.malformed_count) == (1, 1, 0, 0)
+                assert (log.target_kinds, log.sources) == (f"|{_kind(expect)}|", citation["source"])
+        assert (rows[malformed].citations, rows[malformed].inline_citations) == ([analysis], [None])
+        assert rows[malformed].target_kinds == ""  # left whole: not even its summary was written
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
