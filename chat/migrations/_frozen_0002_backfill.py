@@ -6,8 +6,8 @@ on the day it shipped, whatever `chat` and `citations` have become by then
 the project, only the standard library and `django.db`, and writes only the
 columns `ai_chat_logs` has at 0002: the two JSON lists and the summary
 columns of 0001 (`citation_count`, ..., `sources`). The live code that does
-the same job for big tables is `chat.backfill` (docs/backfill.md); a test
-checks that both give the same rows at this point in history.
+the same job for big tables is `chat.backfill` (docs/backfill.md). A test
+migrates 0001 -> 0002 for real over rows written with the 0001 models.
 
 The rule (docs/backfill.md): a citation without a `target` key gets the
 target its `source` alone determines; nothing else changes, `"target"` is
