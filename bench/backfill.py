@@ -1,4 +1,4 @@
-"""Benchmark: the citation-target backfill against a raw psycopg baseline (SPEC section 12).
+"""Benchmark: the citation-target backfill against a raw psycopg baseline (docs/backfill.md).
 
     .venv/bin/python bench/backfill.py                  # 100,000 rows
     .venv/bin/python bench/backfill.py --rows 20000     # `make bench`

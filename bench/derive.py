@@ -1,4 +1,4 @@
-"""Benchmark: target derivation of a large `execute_sql` result against a plain loop (SPEC section 4).
+"""Benchmark: target derivation of a large `execute_sql` result against a plain loop (docs/citable.md).
 
     .venv/bin/python bench/derive.py                                   # 10,000 and 100,000 rows (`make bench`)
     .venv/bin/python bench/derive.py --rows 10000 100000 1000000       # the README figures (about two minutes)

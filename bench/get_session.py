@@ -1,4 +1,4 @@
-"""Benchmark: `GET /api/chat/sessions/<id>` against a raw query + orjson baseline (SPEC section 10).
+"""Benchmark: `GET /api/chat/sessions/<id>` against a raw query + orjson baseline (docs/api.md).
 
     .venv/bin/python bench/get_session.py                                # both databases, 2,000 messages, 20 runs
     .venv/bin/python bench/get_session.py --backend postgres --runs 50

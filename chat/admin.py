@@ -3,8 +3,8 @@
 Both models are read-only here: the service layer is the one way in
 (`chat.services`), and `ai_chat_logs` is the record of what a user was
 shown, so the admin neither adds, edits nor deletes rows. The one write is
-the "Recompute targets from sources" action (the backfill rule of SPEC
-section 12), which goes through `chat.backfill.backfill_rows`. Erasing a user's data
+the "Recompute targets from sources" action (the backfill rule of
+docs/backfill.md), which goes through `chat.backfill.backfill_rows`. Erasing a user's data
 goes through deleting the user, which cascades.
 
 Lists never decode JSON: counts, the kind filter and the search read the
@@ -267,7 +267,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
 
     @admin.action(description="Recompute targets from sources", permissions=["recompute"])
     def recompute_targets(self, request: HttpRequest, queryset: QuerySet) -> None:
-        """SPEC section 12 on the selected rows: citations that already have a
+        """docs/backfill.md on the selected rows: citations that already have a
         target are never touched; summary columns are rewritten with the JSON."""
         selected = list(queryset.values_list("pk", flat=True))
         report = backfill_rows(model=ChatLog, ids=selected)

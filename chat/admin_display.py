@@ -1,4 +1,4 @@
-"""HTML for the chat admin's read-only log page (issue #3; SPEC sections 2, 6 and 9).
+"""HTML for the chat admin's read-only log page (issue #3; docs/targets.md, docs/turns.md, docs/privacy.md).
 
 Pure functions from stored JSON values to `SafeString`: no ORM, no request,
 so each is tested on its own. Every piece of data goes through
@@ -6,7 +6,7 @@ so each is tested on its own. Every piece of data goes through
 constant markup. Nothing here raises on any JSON value: a stored row is
 shown as it is, odd parts labelled, never hidden.
 
-Staff pages only: the account `provider` is shown here (SPEC section 9
+Staff pages only: the account `provider` is shown here (docs/privacy.md
 keeps it from end users, not from staff).
 """
 from __future__ import annotations
@@ -176,7 +176,7 @@ def _splits_pair(units: bytes, offset: int) -> bool:
 
 
 def utf16_slice(text: str, start: int, end: int) -> str | None:
-    """`text[start:end]` counted in UTF-16 code units (SPEC section 6), or None.
+    """`text[start:end]` counted in UTF-16 code units (docs/turns.md), or None.
 
     None when the span is not `0 <= start <= end <= length in UTF-16 units`.
     A bound inside a surrogate pair yields U+FFFD for the split half instead
@@ -282,7 +282,7 @@ _LABELS = ("#", "kind", "target", "source", "title", "cited text")
 
 
 def citations_table(column: Any) -> SafeString:
-    """The row's `citations` (SPEC section 6) as a table, one line per entry.
+    """The row's `citations` (docs/turns.md) as a table, one line per entry.
 
     A column that is not a list (null, an object, a string) is labelled and
     shown as its JSON.

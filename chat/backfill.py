@@ -1,4 +1,4 @@
-"""Typing old `ai_chat_logs` rows in primary-key batches (SPEC section 12).
+"""Typing old `ai_chat_logs` rows in primary-key batches (docs/backfill.md).
 
 `backfill_citation_targets` is the one code path behind the data migration
 `chat/migrations/0002_backfill_citation_targets.py` and
@@ -132,7 +132,7 @@ def backfill_citation_targets(
     using: str = DEFAULT_DB_ALIAS,
 ) -> BackfillReport:
     """Add the targets a citation's `source` alone determines to the rows of
-    `model`'s table (SPEC section 12), in primary-key batches.
+    `model`'s table (docs/backfill.md), in primary-key batches.
 
     `model` is `chat.models.ChatLog` or the migration's historical model: any
     model with a UUID primary key, the two JSON fields and the summary fields

@@ -37,7 +37,7 @@ class ChatSession(models.Model):
 
 
 class ChatLog(models.Model):
-    """One turn (SPEC section 6): the user message, the answer and its citations.
+    """One turn (docs/turns.md): the user message, the answer and its citations.
 
     `citations` and `inline_citations` are JSON lists exactly as the service
     computed them; readers parse targets with `parse_citation_target` and

@@ -1,4 +1,4 @@
-"""Reads, always scoped to the caller (SPEC section 9: another user's session
+"""Reads, always scoped to the caller (docs/privacy.md: another user's session
 is indistinguishable from a missing one)."""
 from __future__ import annotations
 

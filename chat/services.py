@@ -1,4 +1,4 @@
-"""The one way in: saving turns (SPEC section 7).
+"""The one way in: saving turns (docs/turns.md).
 
 `record_turn` validates a whole turn record, replays it through the pure
 domain (`citations.turn.assemble_turn`) and writes the session and the
@@ -45,7 +45,7 @@ def _resolve_user(username: str) -> AbstractBaseUser:
 
 
 def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn:
-    """Validate and save one turn record (SPEC sections 6 and 7).
+    """Validate and save one turn record (docs/turns.md).
 
     `record` is decoded JSON. `user` owns the turn; when None, the record's
     `user` names an existing user. A record whose `id` is already stored by
@@ -105,7 +105,7 @@ def citation_summary_fields(citations: Any, inline_citations: Any) -> dict[str, 
 
 
 def record_turn(record: Any, user: AbstractBaseUser | None = None) -> ChatLog:
-    """Save one turn record and return its `ai_chat_logs` row (SPEC section 7).
+    """Save one turn record and return its `ai_chat_logs` row (docs/turns.md).
 
     Same contract as `save_turn`; a record whose `id` is already stored
     returns the stored row unchanged.

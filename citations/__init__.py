@@ -1,14 +1,15 @@
-"""Citation targets: the pure domain (SPEC sections 2-5, 9 and 12).
+"""Citation targets: the pure domain (docs/targets.md, accounts.md, citable.md,
+registry.md, privacy.md and backfill.md).
 
 No ORM, no HTTP, no imports from `chat`. The public names are re-exported
-here; each SPEC rule lives in one named function of its module:
+here; each rule of docs/ lives in one named function of its module:
 
-- `targets`: target types, `parse_citation_target`, account pooling (section 2)
-- `accounts`: `is_account_id`, `account_ref_from_row` (section 3)
-- `urls`: `humanize_citation_url`, `account_path`, `account_id_candidates` (sections 4, 9)
-- `citable`: `to_citable_content`, `SearchResult` (section 4)
-- `registry`: `TurnRegistry` (section 5)
-- `backfill`: `backfill_target` (section 12)
+- `targets`: target types, `parse_citation_target`, account pooling (docs/targets.md)
+- `accounts`: `is_account_id`, `account_ref_from_row` (docs/accounts.md)
+- `urls`: `humanize_citation_url`, `account_path`, `account_id_candidates` (docs/citable.md, docs/privacy.md)
+- `citable`: `to_citable_content`, `SearchResult`, one module per tool (docs/citable.md)
+- `registry`: `TurnRegistry` (docs/registry.md)
+- `backfill`: `backfill_target` (docs/backfill.md)
 """
 
 from citations.accounts import account_ref_from_row, is_account_id

@@ -1,8 +1,8 @@
-"""Account ids from SQL rows (SPEC section 3).
+"""Account ids from SQL rows (docs/accounts.md).
 
 Only the id columns named in `ACCOUNT_ID_COLUMNS` (and `source`, for the
 provider) are ever read from a row: rows are the user's own and may hold
-tokens, item ids or `clerk_id`, which never become targets (SPEC section 9).
+tokens, item ids or `clerk_id`, which never become targets (docs/privacy.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ACCOUNT_ID_COLUMNS: tuple[str, ...] = (
 )
 """The row columns that may name an account, in the order they are tried."""
 
-# Steps 2 and 3 of SPEC section 3: column -> the provider it implies.
+# Steps 2 and 3 of docs/accounts.md: column -> the provider it implies.
 _FALLBACK_COLUMNS: tuple[tuple[str, Provider | None], ...] = (
     ("snaptrade_account_id", "snaptrade"),
     ("manual_account_uuid", "manual"),
@@ -37,7 +37,7 @@ _FALLBACK_COLUMNS: tuple[tuple[str, Provider | None], ...] = (
 
 
 def is_account_id(value: object) -> bool:
-    """Whether `value` can be an account id (SPEC section 3).
+    """Whether `value` can be an account id (docs/accounts.md).
 
     True only for a `str` of 16 to 128 characters, each an ASCII letter,
     digit, `-` or `_`, that is not all digits. The whole string must match
@@ -47,7 +47,7 @@ def is_account_id(value: object) -> bool:
 
 
 def account_ref_from_row(row: Mapping[str, object]) -> AccountRef | None:
-    """The account a SQL row names, or `None` (SPEC section 3).
+    """The account a SQL row names, or `None` (docs/accounts.md).
 
     Tried in order, a key that is absent or holds no valid id passing to the
     next:

@@ -1,4 +1,4 @@
-"""The backfill rule for citations saved before targets existed (SPEC section 12).
+"""The backfill rule for citations saved before targets existed (docs/backfill.md).
 
 Only what the `source` string alone determines is typed. Account labels need
 the rows, and a URL could be a web page or a library document, so both are
@@ -29,7 +29,7 @@ __all__ = ["CitationListBackfill", "backfill_citation_list", "backfill_target", 
 
 
 def target_for_source(source: object) -> CitationTarget | None:
-    """The target a `source` string alone determines (SPEC section 12 table), or `None`.
+    """The target a `source` string alone determines (docs/backfill.md table), or `None`.
 
     `silvia://your-portfolio` -> portfolio; `silvia://market-data/finnhub/<T>`
     with a valid ticker -> market_data (upper-cased); `silvia://market-data/finnhub`
@@ -52,7 +52,7 @@ def target_for_source(source: object) -> CitationTarget | None:
 
 
 def backfill_target(citation: object) -> CitationTarget | None:
-    """The target to add to an old citation, or `None` to leave it as it is (SPEC section 12).
+    """The target to add to an old citation, or `None` to leave it as it is (docs/backfill.md).
 
     `citation` is a stored citation or inline citation (a JSON object).
     Returns `None` when it is not an object, already has a `target` key
@@ -89,7 +89,7 @@ class CitationListBackfill:
 
 def backfill_citation_list(value: object) -> CitationListBackfill | None:
     """Apply `backfill_target` to every entry of a stored `citations` or
-    `inline_citations` value (SPEC section 12).
+    `inline_citations` value (docs/backfill.md).
 
     Returns `None` when `value` is not a list of JSON objects (null, an object,
     a string such as double-encoded JSON, or a list holding a non-object):

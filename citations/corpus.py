@@ -1,4 +1,4 @@
-"""The library corpus: one executor behind the three reader tools (SPEC sections 4 and 8).
+"""The library corpus: one executor behind the three reader tools (docs/citable.md).
 
 `read_tax_authority`, `read_credit_card_document` and `read_mortgage_authority`
 each read one file of their own folder under the corpus root (the
@@ -15,7 +15,7 @@ import posixpath
 from pathlib import Path
 from typing import Any, TypedDict
 
-#: Reader tool name -> its folder under the corpus root (SPEC section 8).
+#: Reader tool name -> its folder under the corpus root (docs/citable.md).
 CORPUS_FOLDERS: dict[str, str] = {
     "read_tax_authority": "tax-authority",
     "read_credit_card_document": "credit-card-corpus",
@@ -86,7 +86,7 @@ def _read_sidecar(document: Path, folder: Path) -> dict[str, Any] | None:
 
 
 def read_corpus_document(tool_name: str, path: str, *, root: Path) -> CorpusDocument:
-    """Read `path` from the folder of reader `tool_name` under `root` (SPEC sections 4 and 8).
+    """Read `path` from the folder of reader `tool_name` under `root` (docs/citable.md).
 
     Returns `{"path": normalised relative path, "content": file text, "meta":
     sidecar object or None}`. `content` is the file's exact text (UTF-8, line

@@ -1,4 +1,4 @@
-"""The turn registry: one meaning per source per turn (SPEC section 5).
+"""The turn registry: one meaning per source per turn (docs/registry.md).
 
 A citation echoes only `source` and `title`, so within a turn a source must
 mean one thing. The registry remembers, per source, the target it was first
@@ -26,11 +26,11 @@ from citations.targets import (
 __all__ = ["CHECKPOINT_KEY", "TurnRegistry"]
 
 CHECKPOINT_KEY = "citationTargets"
-"""The key of the registry inside a turn checkpoint (SPEC section 5)."""
+"""The key of the registry inside a turn checkpoint (docs/registry.md)."""
 
 
 class TurnRegistry:
-    """Source -> target for one turn (SPEC section 5).
+    """Source -> target for one turn (docs/registry.md).
 
     Sources are strings; targets are `CitationTarget` or `None` (untyped).
     Iteration and `to_json()` keep first-write order.
@@ -42,7 +42,7 @@ class TurnRegistry:
         self._targets: dict[str, CitationTarget | None] = {}
 
     def record(self, source: str, target: CitationTarget | None) -> None:
-        """Write `target` for `source`, following the rules of SPEC section 5.
+        """Write `target` for `source`, following the rules of docs/registry.md.
 
         First write: stored as is. Equal target: no change. Both
         `account`/`accounts`: accounts pooled (first-seen order, one ref per

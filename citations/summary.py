@@ -1,4 +1,4 @@
-"""A row's citations summed up, for lists and filters (admin, SPEC sections 2 and 6).
+"""A row's citations summed up, for lists and filters (admin, docs/targets.md, docs/turns.md).
 
 Staff filter `ai_chat_logs` by target kind and search by source or account id
 on SQLite and PostgreSQL alike. JSON containment lookups do not run on SQLite,
@@ -16,7 +16,7 @@ from citations.targets import AccountsTarget, AccountTarget, CitationTarget, par
 UNTYPED = "untyped"
 MALFORMED = "malformed"
 #: Separator of the delimited columns: never part of a kind or an account id
-#: (ids are ASCII letters, digits, `-` and `_`, SPEC section 3).
+#: (ids are ASCII letters, digits, `-` and `_`, docs/accounts.md).
 DELIMITER = "|"
 
 
@@ -44,13 +44,13 @@ class CitationSummary:
 
 
 def classify_citation(entry: Any) -> tuple[str, CitationTarget | None]:
-    """`(kind, target)` of one stored citation (SPEC sections 2, 6 and 12).
+    """`(kind, target)` of one stored citation (docs/targets.md, docs/turns.md, docs/backfill.md).
 
     `kind` is the target's kind when `parse_citation_target` reads it, with
-    the target; `UNTYPED` when the entry has no `target` key (SPEC 6: an
+    the target; `UNTYPED` when the entry has no `target` key (docs/turns.md: an
     untyped citation has none); `MALFORMED` when the entry is not an object
     or its `target` cannot be read, `null` included: a target key the
-    backfill never fills (SPEC 12), so it is no plain untyped citation.
+    backfill never fills (docs/backfill.md), so it is no plain untyped citation.
     """
     if not isinstance(entry, dict):
         return MALFORMED, None
@@ -70,7 +70,7 @@ def _account_ids(target: CitationTarget | None) -> tuple[str, ...]:
     else:
         return ()
     # An id holding the delimiter (or a line break) could match across
-    # members; such a string is no account id of SPEC 3 anyway.
+    # members; such a string is no account id of docs/accounts.md anyway.
     return tuple(i for i in ids if DELIMITER not in i and "\n" not in i)
 
 

@@ -1,4 +1,4 @@
-"""Citation targets: what a citation's `source` points at (SPEC section 2).
+"""Citation targets: what a citation's `source` points at (docs/targets.md).
 
 One frozen, slotted dataclass per kind. `to_json()` writes the wire format
 (camelCase keys, `kind` first) and `parse_citation_target()` reads it back
@@ -6,8 +6,8 @@ without ever raising. Two targets are equal exactly when their JSON is equal:
 dataclass equality compares the class (so the kind) and every field, and
 `AccountsTarget.accounts` is a tuple, so order counts as it does in JSON.
 
-The account-pooling rule shared by `execute_sql` groups (section 4) and the
-turn registry (section 5) also lives here: `merge_account_refs` and
+The account-pooling rule shared by `execute_sql` groups (docs/citable.md) and the
+turn registry (docs/registry.md) also lives here: `merge_account_refs` and
 `accounts_target`.
 """
 
@@ -40,10 +40,10 @@ __all__ = [
 ]
 
 Provider: TypeAlias = Literal["plaid", "manual", "snaptrade"]
-"""Who holds an account. For routing only: never shown to end users (SPEC section 9)."""
+"""Who holds an account. For routing only: never shown to end users (docs/privacy.md)."""
 
 PROVIDERS: frozenset[str] = frozenset({"plaid", "manual", "snaptrade"})
-"""The known `provider` values; anything else reads as `None` (SPEC section 2)."""
+"""The known `provider` values; anything else reads as `None` (docs/targets.md)."""
 
 TARGET_KINDS: tuple[str, ...] = (
     "web",
@@ -56,7 +56,7 @@ TARGET_KINDS: tuple[str, ...] = (
     "accounts",
     "portfolio",
 )
-"""Every target `kind`, in SPEC section 2 order (for admin filters and the API schema)."""
+"""Every target `kind`, in docs/targets.md order (for admin filters and the API schema)."""
 
 
 def _is_nonempty_str(value: object) -> bool:
@@ -85,7 +85,7 @@ def _check_account(account_id: object, provider: object) -> None:
 class AccountRef:
     """One of the user's accounts: `{"accountId": str, "provider": str | null}`.
 
-    `account_id` is a non-empty string (SPEC section 3 decides which strings
+    `account_id` is a non-empty string (docs/accounts.md decides which strings
     rows may yield; a parsed target may carry any non-empty string).
     `provider` is one of `PROVIDERS` or `None` when the rows did not say.
 
@@ -100,12 +100,12 @@ class AccountRef:
         _check_account(self.account_id, self.provider)
 
     def to_json(self) -> dict[str, Any]:
-        """`{"accountId": ..., "provider": ...}` (SPEC section 2)."""
+        """`{"accountId": ..., "provider": ...}` (docs/targets.md)."""
         return {"accountId": self.account_id, "provider": self.provider}
 
 
 class CitationTarget:
-    """Base of the target kinds (SPEC section 2); never instantiated itself.
+    """Base of the target kinds (docs/targets.md); never instantiated itself.
 
     Subclasses are frozen, slotted dataclasses with a class-level `kind`.
     `to_json()` returns a fresh dict whose first key is `"kind"`.
@@ -257,7 +257,7 @@ _LIBRARY_KINDS: dict[str, type[_LibraryTarget]] = {
 
 
 def parse_account_ref(value: object) -> AccountRef | None:
-    """Read `{"accountId": str, "provider"?: str | null}` (SPEC section 2).
+    """Read `{"accountId": str, "provider"?: str | null}` (docs/targets.md).
 
     Returns `None` unless `value` is a dict with a non-empty string
     `accountId`. An unknown or missing `provider` (matched exactly, so
@@ -272,7 +272,7 @@ def parse_account_ref(value: object) -> AccountRef | None:
 
 
 def parse_citation_target(value: object) -> CitationTarget | None:
-    """Read a target from its JSON (SPEC section 2); never raises.
+    """Read a target from its JSON (docs/targets.md); never raises.
 
     `value` is any JSON-like Python value (as `json.loads` returns). Returns
     `None` for a non-object, a missing or unknown `kind`, or a known kind with
@@ -320,7 +320,7 @@ def parse_citation_target(value: object) -> CitationTarget | None:
 
 
 def merge_account_refs(refs: Iterable[AccountRef]) -> tuple[AccountRef, ...]:
-    """Pool account refs (SPEC sections 4 and 5).
+    """Pool account refs (docs/citable.md, docs/registry.md).
 
     First-seen order, one ref per account id. Where two refs share an id, a
     `None` provider gives way to a known one; between two known providers the

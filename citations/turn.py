@@ -1,10 +1,10 @@
 """Turn records: validation of the input format and the stored answer.
 
-A *turn record* (SPEC section 7) is the JSON a recorder or an import file gives
+A *turn record* (docs/turns.md) is the JSON a recorder or an import file gives
 for one turn: the user message and the events (tool calls and model steps) in
 the order they happened. This module is pure: `parse_turn_record` checks a
 record whole and returns typed values, `assemble_turn` replays the events
-through a `TurnRegistry` and computes what the turn stores (SPEC section 6).
+through a `TurnRegistry` and computes what the turn stores (docs/turns.md).
 The Django side (`chat.services.record_turn`) only saves the result.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ TITLE_MAX_LENGTH = 500
 MODEL_MAX_LENGTH = 100
 USERNAME_MAX_LENGTH = 150
 
-#: Citation type recorded by the service (SPEC section 6); others are skipped.
+#: Citation type recorded by the service (docs/turns.md); others are skipped.
 SEARCH_RESULT_LOCATION = "search_result_location"
 
 
@@ -66,7 +66,7 @@ Event = ToolCallEvent | AssistantEvent
 
 @dataclass(frozen=True, slots=True)
 class TurnRecord:
-    """A validated turn record (SPEC section 7). `user` is None when absent."""
+    """A validated turn record (docs/turns.md). `user` is None when absent."""
 
     id: uuid.UUID | None
     session_id: uuid.UUID
@@ -80,7 +80,7 @@ class TurnRecord:
 
 @dataclass(frozen=True, slots=True)
 class AssembledTurn:
-    """What one turn stores (SPEC section 6).
+    """What one turn stores (docs/turns.md).
 
     `response` is the answer text; `citations` the summary (one entry per
     distinct `(source, cited_text)`), `inline_citations` one entry per citation
@@ -210,7 +210,7 @@ def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:
 
 
 def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any], path: str) -> None:
-    """Check the output fields that SPEC section 4 reads for `name`."""
+    """Check the output fields that docs/citable.md reads for `name`."""
     if name == "execute_sql":
         rows = output.get("rows")
         _expect(rows, list, f"{path}.rows", "a list")
@@ -226,7 +226,7 @@ def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping
         _optional_str(output, "stderr", path)
     elif name in ("read_tax_authority", "read_credit_card_document", "read_mortgage_authority"):
         if output.get("path") is None:
-            # <path> falls back to the input's (SPEC section 4).
+            # <path> falls back to the input's (docs/citable.md).
             _expect(tool_input.get("path"), str, f"{path[: -len('.output')]}.input.path", "a string (no output.path)")
         else:
             _expect(output["path"], str, f"{path}.path", "a string")
@@ -235,7 +235,7 @@ def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping
         if meta is not None:
             # The sidecar's fields are not checked: the reader passes them
             # through, and a `source_url` or `title` that is not a string is
-            # read as absent (SPEC section 4).
+            # read as absent (docs/citable.md).
             _expect(meta, dict, f"{path}.meta", "an object or null")
     elif name == "search_web":
         results = output.get("results")
@@ -251,7 +251,7 @@ def _check_citation(citation: object, path: str) -> None:
     _expect(citation, dict, path, "an object")
     _expect(citation.get("type"), str, f"{path}.type", "a string")  # type: ignore[union-attr]
     if citation["type"] != SEARCH_RESULT_LOCATION:  # type: ignore[index]
-        return  # other citation types are skipped, not checked (SPEC section 6)
+        return  # other citation types are skipped, not checked (docs/turns.md)
     _expect(citation.get("source"), str, f"{path}.source", "a string")  # type: ignore[union-attr]
     _expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")  # type: ignore[union-attr]
     _optional_str(citation, "title", path)  # type: ignore[arg-type]
@@ -301,7 +301,7 @@ def _parse_event(event: object, path: str) -> Event:
 
 
 def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord:
-    """Check a turn record whole and return it typed (SPEC section 7).
+    """Check a turn record whole and return it typed (docs/turns.md).
 
     `record` is decoded JSON. With `user_given` the caller supplies the user,
     so the record's `user` is not required (and not read). Raises
@@ -360,7 +360,7 @@ def utf16_length(text: str) -> int:
 
 
 def assemble_turn(events: Sequence[Event]) -> AssembledTurn:
-    """Replay a turn's events and compute what it stores (SPEC sections 5 and 6).
+    """Replay a turn's events and compute what it stores (docs/registry.md, docs/turns.md).
 
     Each tool call's citable content is written to one `TurnRegistry`; each
     citation gets the target its source has when its model step is replayed,

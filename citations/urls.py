@@ -1,5 +1,5 @@
-"""URLs: readable pages for machine downloads (SPEC section 4) and account
-page links (SPEC section 9).
+"""URLs: readable pages for machine downloads (docs/citable.md) and account
+page links (docs/privacy.md).
 
 Percent-encoding follows JavaScript's `encodeURIComponent`, because the
 clients that build and match these paths are JavaScript: everything but
@@ -50,7 +50,7 @@ def encode_uri_component(value: str) -> str:
 
 
 def humanize_citation_url(url: str) -> str:
-    """A page a person can read for a machine-download URL (SPEC section 4).
+    """A page a person can read for a machine-download URL (docs/citable.md).
 
     - eCFR full-text XML
       (`http(s)://www.ecfr.gov/api/versioner/v1/full/<date>/title-<n>.xml?<query>`)
@@ -61,8 +61,8 @@ def humanize_citation_url(url: str) -> str:
       (`uscAll` becomes the browse page). The two congress numbers and the
       two release points in the URL must agree, else the URL is left alone.
 
-    Scheme (`http`/`https`) and host are matched exactly as written in the
-    SPEC. A fragment, and a query on a US Code ZIP, are ignored. Anything else
+    Scheme (`http`/`https`) and host are matched exactly as written in
+    docs/citable.md. A fragment, and a query on a US Code ZIP, are ignored. Anything else
     comes back unchanged, byte for byte.
 
     Raises `TypeError` for a non-`str` `url` (a caller bug: tool outputs are
@@ -79,7 +79,7 @@ def humanize_citation_url(url: str) -> str:
     except ValueError:  # e.g. an unbalanced `[` in the host
         return url
     if parts.scheme not in _SCHEMES or not url.startswith(parts.scheme + "://"):
-        # urlsplit lower-cases the scheme; the SPEC matches it as written.
+        # urlsplit lower-cases the scheme; docs/citable.md matches it as written.
         return url
     if parts.netloc == "www.ecfr.gov":
         return _humanize_ecfr(url, parts.path, parts.query)
@@ -135,7 +135,7 @@ def _humanize_uscode(url: str, path: str) -> str:
 
 
 def account_path(account_id: str) -> str:
-    """The account page path: `/accounts/<encodeURIComponent(account_id)>` (SPEC section 9).
+    """The account page path: `/accounts/<encodeURIComponent(account_id)>` (docs/privacy.md).
 
     Raises `TypeError` for a non-`str`.
     """
@@ -143,7 +143,7 @@ def account_path(account_id: str) -> str:
 
 
 def account_id_candidates(segment: str) -> list[str]:
-    """The account ids an `/accounts/<segment>` path segment may mean (SPEC section 9).
+    """The account ids an `/accounts/<segment>` path segment may mean (docs/privacy.md).
 
     The segment as given, then its percent-decoding (as `decodeURIComponent`:
     `+` stays `+`), without repeats. A segment that `decodeURIComponent`

@@ -10,7 +10,7 @@ urlpatterns = [
     path("api/chat/", include("chat.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # Anything else under /api/ (`sessions//x/`, `sessions/%2F/`) is the API's
-    # JSON 404, the same body as a missing session (SPEC section 10), with
+    # JSON 404, the same body as a missing session (docs/api.md), with
     # DEBUG on too (Django's handler404 is skipped then).
     re_path(r"^api/", api_not_found),
 ]

@@ -1,9 +1,11 @@
-"""Golden cases from `../shared/cases` (the workspace's shared folder).
+"""The project's test vectors (`tests/vectors/`), plus the workspace's golden cases when present.
 
-The folder sits beside the project only in the full workspace. In a clone
-without it `load_cases` returns `[]`, and `golden_params` gives one skipped
-parameter that says why; tests that loop over cases skip themselves when the
-list is empty. So the suite still passes in a clone.
+`tests/vectors/<name>.json` holds `{"about": ..., "cases": [...]}`: each case
+has a `why` (its test id) and the fields its test reads. They are the
+workspace's golden cases (`../shared/cases`) in the project's own files, so
+a clone runs every rule. Where `../shared/cases` exists beside the project,
+its cases are read too as an extra check: any whose content (all but `why`)
+is not already a vector runs as well, with the id `shared: <why>`.
 """
 
 from __future__ import annotations
@@ -14,18 +16,34 @@ from typing import Any
 
 import pytest
 
-CASES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
-MISSING_REASON = "../shared/cases not found: golden cases are only in the full workspace"
+VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
+SHARED_CASES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
 
 
-def load_cases(name: str) -> list[dict[str, Any]]:
-    """The `cases` list of `../shared/cases/<name>` (`.json` optional); `[]` when absent."""
-    file_name = name if name.endswith(".json") else f"{name}.json"
-    path = CASES_DIR / file_name
-    if not path.is_file():
-        return []
+def _read(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         return json.load(handle)["cases"]
+
+
+def _content(case: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in case.items() if k != "why"}, sort_keys=True)
+
+
+def load_cases(name: str, *, shared: bool = True) -> list[dict[str, Any]]:
+    """The cases of `tests/vectors/<name>` (`.json` optional), then, unless
+    `shared=False`, those of `../shared/cases/<name>` that are not vectors
+    already (their `why` prefixed `shared: `). Tests whose assertions count
+    or index the cases pass `shared=False`. Raises `FileNotFoundError` when
+    the vector file is missing."""
+    file_name = name if name.endswith(".json") else f"{name}.json"
+    cases = _read(VECTORS_DIR / file_name)
+    shared_path = SHARED_CASES_DIR / file_name
+    if shared and shared_path.is_file():
+        known = {_content(case) for case in cases}
+        cases += [
+            {**case, "why": f"shared: {case.get('why')}"} for case in _read(shared_path) if _content(case) not in known
+        ]
+    return cases
 
 
 def case_ids(cases: list[dict[str, Any]]) -> list[str]:
@@ -34,8 +52,5 @@ def case_ids(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def golden_params(cases: list[dict[str, Any]]) -> list[Any]:
-    """`pytest.param`s for `parametrize`, one per case with its `why` as id;
-    a single skipped parameter (with the reason) when there are no cases."""
-    if not cases:
-        return [pytest.param(None, id="no-golden-cases", marks=pytest.mark.skip(reason=MISSING_REASON))]
-    return [pytest.param(case, id=why) for case, why in zip(cases, case_ids(cases))]
+    """`pytest.param`s for `parametrize`, one per case with its `why` as id."""
+    return [pytest.param(case, id=why) for case, why in zip(cases, case_ids(cases), strict=True)]

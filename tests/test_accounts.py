@@ -1,4 +1,4 @@
-"""Account ids from rows (SPEC section 3). Pure: no database."""
+"""Account ids from rows (docs/accounts.md). Pure: no database."""
 
 from __future__ import annotations
 

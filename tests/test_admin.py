@@ -26,11 +26,11 @@ from chat.backfill import backfill_rows
 from chat.models import ChatLog
 from chat.services import citation_summary_fields, record_turn
 from citations.targets import TARGET_KINDS
+from tests.cases import load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_TURNS = REPO / "examples" / "turns"
-GOLDEN_TURNS = REPO.parent / "shared" / "cases" / "turns.json"
 LIST_URL = "/admin/chat/chatlog/"
 
 ACCOUNT_A = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
@@ -89,19 +89,15 @@ def viewer_client(db) -> Client:
 
 
 def _golden_cases() -> list[dict]:
-    if not GOLDEN_TURNS.exists():
-        return []
-    return json.loads(GOLDEN_TURNS.read_text())["cases"]
+    return load_cases("turns.json", shared=False)  # the tests below index them
 
 
 def _demo_logs() -> list[ChatLog]:
-    """The example turns (as `make run` imports them), else the golden turn cases."""
+    """The example turns (as `make run` imports them), else the turn vectors."""
     if EXAMPLE_TURNS.is_dir() and any(p.suffix in (".json", ".jsonl") for p in EXAMPLE_TURNS.iterdir()):
         call_command("import_turns", str(EXAMPLE_TURNS), create_users=True, stdout=io.StringIO())
     else:
         cases = _golden_cases()
-        if not cases:
-            pytest.skip("neither examples/turns nor ../shared/cases/turns.json found")
         UserFactory(username="maya")
         for case in cases:
             record_turn(case["record"])
@@ -149,8 +145,6 @@ def test_staff_see_every_citation_of_the_demo_turns(staff_client):
 @pytest.mark.django_db
 def test_golden_turn_tables_show_kinds_accounts_providers_and_utf16_spans(staff_client):
     cases = _golden_cases()
-    if not cases:
-        pytest.skip("../shared/cases/turns.json not found")
     UserFactory(username="maya")
     logs = {case["why"]: record_turn(case["record"]) for case in cases}
 

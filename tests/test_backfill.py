@@ -1,4 +1,4 @@
-"""The source-only rule for old rows (SPEC section 12). Pure: no database."""
+"""The source-only rule for old rows (docs/backfill.md). Pure: no database."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""`manage.py backfill_citation_targets` and the data migration, end to end (SPEC section 12)."""
+"""`manage.py backfill_citation_targets` and the data migration, end to end (docs/backfill.md)."""
 from __future__ import annotations
 
+import ast
 import importlib
 import io
 import uuid
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,12 +14,15 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.operations import RunPython
 
 from chat import backfill as backfill_module
-from chat.management.commands import backfill_citation_targets as command_module
+from chat import backfill_text
 from chat.models import ChatLog
+from tests.cases import load_cases
 from tests.factories import ChatLogFactory
 
 pytestmark = pytest.mark.django_db
 MIGRATION = importlib.import_module("chat.migrations.0002_backfill_citation_targets")
+BACKFILL_VECTORS = load_cases("backfill.json")
+FROZEN = importlib.import_module("chat.migrations._frozen_0002_backfill")
 
 
 def _id(n: int) -> uuid.UUID:
@@ -123,13 +128,13 @@ def test_bad_arguments_are_a_clear_error(args, message):
 def test_interrupted_run_says_how_to_resume_and_a_rerun_finishes(monkeypatch):
     for n in range(1, 6):
         _old(n, "silvia://analysis")
-    original = command_module._Progress.update
+    original = backfill_text.Progress.update
 
     def interrupt_after_first_batch(self, report):
         original(self, report)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(command_module._Progress, "update", interrupt_after_first_batch)
+    monkeypatch.setattr(backfill_text.Progress, "update", interrupt_after_first_batch)
     code, out, err = _run("--batch-size", 2)
 
     assert code == 130
@@ -150,7 +155,7 @@ def test_progress_bar_on_a_terminal(monkeypatch):
             return True
 
     terminal = Terminal()
-    monkeypatch.setattr(command_module.sys, "stderr", terminal)
+    monkeypatch.setattr(backfill_text.sys, "stderr", terminal)
     for n in range(1, 4):
         _old(n, "silvia://analysis")
 
@@ -163,7 +168,7 @@ def test_progress_bar_on_a_terminal(monkeypatch):
 
 def test_progress_line_shows_rate_and_eta():
     report = backfill_module.BackfillReport(rows_scanned=250, rows_changed=100, last_id="x")
-    assert command_module.progress_line(report, 1000, 2.0) == "backfill: 250/1000 rows (25%), 100 changed, 125 rows/s, ETA 6s, after x"
+    assert backfill_text.progress_line(report, 1000, 2.0) == "backfill: 250/1000 rows (25%), 100 changed, 125 rows/s, ETA 6s, after x"
 
 
 # --- the data migration ----------------------------------------------------------
@@ -182,27 +187,63 @@ def _historical_apps():
     return MigrationExecutor(connection).loader.project_state(("chat", "0002_backfill_citation_targets")).apps
 
 
-def test_migration_calls_the_command_function_with_the_historical_model(monkeypatch):
-    calls = []
-    monkeypatch.setattr(backfill_module, "backfill_citation_targets", lambda **kwargs: calls.append(kwargs) or backfill_module.BackfillReport())
-    apps = _historical_apps()
-
-    MIGRATION.backfill_targets(apps, connection.schema_editor())
-
-    [kwargs] = calls
-    assert kwargs["model"] is apps.get_model("chat", "ChatLog")
-    assert kwargs["model"] is not ChatLog
-    assert kwargs["using"] == connection.alias
+def test_the_migration_and_its_frozen_code_import_nothing_from_the_project():
+    # Frozen history (docs/backfill.md): a later change to chat or citations
+    # must not change what 0002 does.
+    for module in (MIGRATION, FROZEN):
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        project = {name for name in imported if name and name.split(".")[0] in ("chat", "citations", "silvia")}
+        assert project <= {"chat.migrations._frozen_0002_backfill"}, project
 
 
-def test_migration_types_rows_as_the_command_does():
-    _old(1, "silvia://your-portfolio", "silvia://your-account/x")
-    MIGRATION.backfill_targets(_historical_apps(), connection.schema_editor())
-    _old(2, "silvia://your-portfolio", "silvia://your-account/x")  # the same row, after the migration ran
-    _run()
+def _migrate_to(name: str):
+    """Migrate the test database's `chat` app to `name` and return the apps of that state."""
+    executor = MigrationExecutor(connection)
+    target = [("chat", name)]
+    executor.migrate(target)
+    return MigrationExecutor(connection).loader.project_state(target[0]).apps
 
-    migrated, commanded = ChatLog.objects.get(pk=_id(1)), ChatLog.objects.get(pk=_id(2))
-    assert migrated.citations == commanded.citations and migrated.inline_citations == commanded.inline_citations
-    assert migrated.citations[0]["target"] == {"kind": "portfolio"} and "target" not in migrated.citations[1]
-    assert (migrated.typed_count, migrated.untyped_count, migrated.target_kinds) == (1, 1, "|portfolio|untyped|")
-    assert (commanded.typed_count, commanded.untyped_count, commanded.target_kinds) == (1, 1, "|portfolio|untyped|")
+
+def _kind(expect) -> str:
+    return "untyped" if expect in (None, "KEEP") else expect["kind"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_types_old_rows_on_the_schema_of_its_time(monkeypatch):
+    # The migration runs for real, from 0001 to 0002, on rows written with the
+    # 0001 models: it must keep working whatever later migrations change.
+    monkeypatch.setattr(FROZEN, "BATCH_SIZE", 3)  # several batches, one partly malformed
+    apps = _migrate_to("0001_initial")
+    try:
+        user = apps.get_model("auth", "User").objects.create(username="old")
+        session = apps.get_model("chat", "ChatSession").objects.create(user=user, title="old")
+        old_log = apps.get_model("chat", "ChatLog")
+        for n, case in enumerate(BACKFILL_VECTORS, start=1):
+            citation = case["citation"]
+            old_log.objects.create(
+                id=_id(n), session=session, user=user, user_message="q", prompt_version="legacy",
+                citations=[citation], inline_citations=[{**citation, "start": 0, "end": 1}],
+            )  # fmt: skip
+        malformed = _id(len(BACKFILL_VECTORS) + 1)
+        analysis = {"source": "silvia://analysis", "title": "Analysis", "cited_text": "x"}
+        old_log.objects.create(
+            id=malformed, session=session, user=user, user_message="q", prompt_version="legacy",
+            citations=[analysis], inline_citations=[None],
+        )  # fmt: skip
+
+        new_log = _migrate_to("0002_backfill_citation_targets").get_model("chat", "ChatLog")
+        rows = {log.id: log for log in new_log.objects.all()}
+
+        for n, case in enumerate(BACKFILL_VECTORS, start=1):
+            citation, expect, log = case["citation"], case["expect"], rows[_id(n)]
+            typed = {**citation, "target": expect} if expect not in (None, "KEEP") else citation
+            assert (log.citations, log.inline_citations) == ([typed], [{**citation, "start": 0, "end": 1, **typed}])
+            if expect not in (None, "KEEP"):  # rows that change get their summary columns
+                assert (log.citation_count, log.typed_count, log.untyped_count, log.malformed_count) == (1, 1, 0, 0)
+                assert (log.target_kinds, log.sources) == (f"|{_kind(expect)}|", citation["source"])
+        assert (rows[malformed].citations, rows[malformed].inline_citations) == ([analysis], [None])
+        assert rows[malformed].target_kinds == ""  # left whole: not even its summary was written
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -1,4 +1,4 @@
-"""`chat.backfill.backfill_citation_targets` on real rows, SQLite and PostgreSQL (SPEC section 12).
+"""`chat.backfill.backfill_citation_targets` on real rows, SQLite and PostgreSQL (docs/backfill.md).
 
 Plus the pure list helper it applies to each column
 (`citations.backfill.backfill_citation_list`).

@@ -1,4 +1,4 @@
-"""The library corpus reader (SPEC sections 4 and 8): pure, on tmp_path, no database."""
+"""The library corpus reader (docs/citable.md): pure, on tmp_path, no database."""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,7 @@
 """The example turns and corpus under examples/ stay valid and keep demonstrating what their README says.
 
 Pure: no database. The last test replays every example through the turn assembly
-(SPEC sections 4 to 7).
+(docs/citable.md, docs/registry.md, docs/turns.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The turn registry and its checkpoint (SPEC section 5). Pure: no database."""
+"""The turn registry and its checkpoint (docs/registry.md). Pure: no database."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Target types and `parse_citation_target` (SPEC section 2). Pure: no database."""
+"""Target types and `parse_citation_target` (docs/targets.md). Pure: no database."""
 
 from __future__ import annotations
 

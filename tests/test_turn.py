@@ -1,4 +1,4 @@
-"""The pure turn assembly (SPEC sections 6 and 7), no database."""
+"""The pure turn assembly (docs/turns.md), no database."""
 from __future__ import annotations
 
 import pytest

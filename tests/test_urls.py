@@ -1,4 +1,4 @@
-"""Readable pages for downloads (SPEC section 4) and account paths (SPEC section 9)."""
+"""Readable pages for downloads (docs/citable.md) and account paths (docs/privacy.md)."""
 
 from __future__ import annotations
 

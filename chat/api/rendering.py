@@ -1,4 +1,4 @@
-"""The session detail body, built without decoding the JSON columns (SPEC section 10).
+"""The session detail body, built without decoding the JSON columns (docs/api.md).
 
 `ChatSessionDetailSerializer` defines the response (and the OpenAPI schema);
 `session_detail_json` produces the same JSON for a whole session at a

@@ -1,4 +1,4 @@
-"""OpenAPI descriptions of the JSON columns (SPEC sections 2, 6 and 10).
+"""OpenAPI descriptions of the JSON columns (docs/targets.md, docs/turns.md, docs/api.md).
 
 The columns are served raw, so the schema documents what the service writes:
 a citation, optionally with a `target` from the union below. Clients must
@@ -33,7 +33,7 @@ def _kind(kind: str, description: str, **properties: dict) -> dict:
 
 CITATION_TARGET = {
     "description": (
-        "What a citation points at (SPEC section 2). Read it through a parser that returns null for an "
+        "What a citation points at (docs/targets.md). Read it through a parser that returns null for an "
         "unknown kind or a malformed value and fall back to `source`/`title` then."
     ),
     "oneOf": [

@@ -1,4 +1,4 @@
-"""Response shapes of the sessions API (SPEC section 10)."""
+"""Response shapes of the sessions API (docs/api.md)."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -19,7 +19,7 @@ class InlineCitationsField(serializers.JSONField):
 
 
 class ChatSessionListSerializer(serializers.ModelSerializer):
-    """One entry of the sessions list (SPEC section 10); `message_count` is annotated by the selector."""
+    """One entry of the sessions list (docs/api.md); `message_count` is annotated by the selector."""
 
     message_count = serializers.IntegerField(read_only=True)
 
@@ -29,7 +29,7 @@ class ChatSessionListSerializer(serializers.ModelSerializer):
 
 
 class ChatLogSerializer(serializers.ModelSerializer):
-    """One `ai_chat_logs` row as a message (SPEC section 10); the JSON columns exactly as stored."""
+    """One `ai_chat_logs` row as a message (docs/api.md); the JSON columns exactly as stored."""
 
     citations = CitationsField(read_only=True)
     inline_citations = InlineCitationsField(read_only=True)
@@ -40,7 +40,7 @@ class ChatLogSerializer(serializers.ModelSerializer):
 
 
 class ChatSessionDetailSerializer(serializers.ModelSerializer):
-    """A session with its messages, oldest first (SPEC section 10). `chat.api.rendering` produces the same JSON faster."""
+    """A session with its messages, oldest first (docs/api.md). `chat.api.rendering` produces the same JSON faster."""
 
     messages = ChatLogSerializer(many=True, read_only=True)
 

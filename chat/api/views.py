@@ -1,4 +1,4 @@
-"""Thin views: a selector wired to a serializer or a renderer (SPEC section 10)."""
+"""Thin views: a selector wired to a serializer or a renderer (docs/api.md)."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema

@@ -1,4 +1,4 @@
-"""The tools a live turn offers the model (SPEC sections 4, 8, 11, 13).
+"""The tools a live turn offers the model (docs/citable.md, docs/live.md, docs/sql-tool.md).
 
 Each tool is one `ToolExecutor` (`chat.tools.base`); the turn runner asks
 `configured_tools()` which ones are on, gives the model their definitions,

@@ -1,7 +1,7 @@
 """The one interface every tool executor implements.
 
 A tool takes the model's `tool_use.input` and returns the raw output whose
-shape SPEC section 4 fixes for that tool name (`{"rows": [...]}` for
+shape docs/citable.md fixes for that tool name (`{"rows": [...]}` for
 `execute_sql`, `{"stdout", "stderr"}` for `execute_python`, ...). The turn
 runner, not the tool, turns that output into `search_result` blocks, so a
 tool never decides a target.
@@ -27,10 +27,10 @@ class ToolError(Exception):
 class ToolExecutor(Protocol):
     """One tool the model may call.
 
-    `name` is the Anthropic tool name (one of SPEC 4's names); `definition()`
+    `name` is the Anthropic tool name (one of docs/citable.md's names); `definition()`
     is the Messages API tool definition (`{"name", "description",
     "input_schema"}`); `run(tool_input, user=...)` executes one call for the
-    turn's user and returns the SPEC 4 output object, or raises `ToolError`.
+    turn's user and returns the docs/citable.md output object, or raises `ToolError`.
     """
 
     name: str

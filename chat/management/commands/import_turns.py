@@ -21,7 +21,7 @@ PLAIN_PROGRESS_EVERY = 1000
 
 class Command(BaseCommand):
     help = (
-        "Import recorded turns (SPEC section 7) from .json files (one record or a list) and .jsonl files "
+        "Import recorded turns (docs/turns.md) from .json files (one record or a list) and .jsonl files "
         "(one record a line). A bad record is reported with file, line and JSON path; the others are still "
         "imported. Exit status 1 when any record failed."
     )
