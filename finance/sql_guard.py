@@ -92,9 +92,9 @@ def _statement_name(node: ast.Node) -> str:
     return type(node).__name__.removesuffix("Stmt").upper() or "this statement"
 
 
-def _children(node: ast.Node) -> Iterator[object]:
+def _children(node: ast.Node) -> Iterator[tuple[str, object]]:
     for name in node.__slots__:
-        yield getattr(node, name, None)
+        yield name, getattr(node, name, None)
 
 
 def _walk(value: object, ctes: frozenset[str]) -> None:
@@ -115,7 +115,7 @@ def _check(node: ast.Node, ctes: frozenset[str]) -> None:
         if node.lockingClause:
             raise ToolError("FOR UPDATE/SHARE is not allowed")
         if node.withClause is not None:
-            ctes = ctes | {cte.ctename for cte in node.withClause.ctes or ()}
+            ctes = _check_with(node.withClause, ctes)
     elif kind is ast.CommonTableExpr and not isinstance(node.ctequery, ast.SelectStmt):
         raise ToolError("a WITH query may only SELECT")
     elif kind is ast.RangeVar:
@@ -128,8 +128,23 @@ def _check(node: ast.Node, ctes: frozenset[str]) -> None:
         raise ToolError("only CURRENT_DATE/CURRENT_TIMESTAMP-style values are allowed")
     elif kind is ast.A_Expr and node.name and len(node.name) > 1:
         raise ToolError("qualified operators are not allowed")
-    for child in _children(node):
+    for name, child in _children(node):
+        if kind is ast.SelectStmt and name == "withClause":
+            continue  # walked by _check_with, each body seeing only the names in scope for it
         _walk(child, ctes)
+
+
+def _check_with(clause: ast.WithClause, ctes: frozenset[str]) -> frozenset[str]:
+    """Check each CTE body with the names it can see; returns the names the main query sees.
+
+    A non-recursive CTE sees only the CTEs before it, so `WITH finance_account
+    AS (SELECT * FROM finance_account)` reads the real table and is refused.
+    """
+    names = [cte.ctename for cte in clause.ctes or ()]
+    for index, cte in enumerate(clause.ctes or ()):
+        visible = names if clause.recursive else names[:index]
+        _check(cte, ctes | frozenset(visible))
+    return ctes | frozenset(names)
 
 
 def _check_relation(node: ast.RangeVar, ctes: frozenset[str]) -> None:

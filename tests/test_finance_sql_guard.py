@@ -17,6 +17,9 @@ ALLOWED = [
     "SELECT CASE WHEN type IN ('credit', 'loan') THEN -current_balance ELSE current_balance END FROM account_details",
     "SELECT * FROM account_details WHERE account_name ILIKE '%card%' AND subtype IS NOT NULL",
     "SELECT * FROM account_details WHERE source_account_id IN (SELECT source_account_id FROM holding_details)",
+    "WITH a AS (SELECT * FROM account_details), b AS (SELECT * FROM a) SELECT * FROM b",
+    "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t",
+    "/* leading */ SELECT 1 -- trailing",
 ]
 
 REFUSED = [
@@ -46,6 +49,8 @@ REFUSED = [
     ("SELECT pg_catalog.set_config('role', 'x', true)", "set_config"),
     ("SELECT 1 OPERATOR(public.+) 1", "qualified operators"),
     ("SELEC 1", "syntax error"),
+    ("WITH finance_account AS (SELECT * FROM finance_account) SELECT * FROM finance_account", "unknown table"),
+    ("WITH a AS (SELECT * FROM b), b AS (SELECT * FROM account_details) SELECT * FROM a", "unknown table"),
 ]
 
 

@@ -124,6 +124,14 @@ HOSTILE = [
     "SELECT * FROM account_details; -- trailing",
     "SELECT $1",
     "SELECT * FROM account_details WHERE account_name = 'x' OR 1 = 1",
+    "WITH finance_account AS (SELECT * FROM finance_account) SELECT * FROM finance_account",
+    "SELECT * FROM pragma_table_info('finance_account')",
+    "SELECT * FROM pragma_database_list",
+    "SELECT account_details FROM account_details",
+    "SELECT \"set_config\"('role', 'postgres', true)",
+    "SELECT * FROM account_details, LATERAL (SELECT * FROM finance_account) f",
+    "SELECT string_agg(a.account_name || b.account_name || c.account_name || d.account_name, '') "
+    "FROM account_details a, account_details b, account_details c, account_details d, account_details e",
 ]
 
 
