@@ -91,7 +91,7 @@ def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ..
     # no ATTACH, no value longer than the text cap.
     memory.set_authorizer(_authorize)
     memory.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1000, max_chars * 4))
+    memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(1_000_000_000, max(1000, max_chars * 4)))
     return _Copy(memory, version)
 
 

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import operator
 import uuid
 from collections.abc import Sequence
 from decimal import Decimal
+from itertools import chain, compress, repeat
 from typing import Any
 
 from chat.tools.base import ToolError
@@ -38,6 +40,17 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
+_PLAIN = frozenset({type(None), bool, int, float, str})
+
+
+def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
+    floats = list(compress(flat, map(operator.is_, kinds, repeat(float))))
+    try:
+        return math.isfinite(math.fsum(floats))  # one NaN or infinity makes the sum non-finite
+    except (OverflowError, ValueError):
+        return False
+
+
 def rows_output(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int) -> dict[str, Any]:
     """`{"columns": [...], "rows": [{column: value}, ...]}`; `ToolError` past the caps or on a repeated column name.
 
@@ -52,22 +65,17 @@ def rows_output(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_ro
         seen.add(name)
     if len(rows) > max_rows:
         raise ToolError(f"the query returned more than {max_rows} rows: aggregate, filter or add LIMIT")
-    chars = 0
-    out = []
-    for row in rows:
-        values = []
-        for value in row:
-            kind = type(value)
-            if kind is str:
-                chars += len(value)
-            elif kind is not int and value is not None and kind is not bool:
-                value = json_safe(value)
-                if isinstance(value, str):
-                    chars += len(value)
-                elif isinstance(value, list):
-                    chars += len(str(value))
-            values.append(value)
-        out.append(dict(zip(columns, values, strict=True)))
+    flat = list(chain.from_iterable(rows))
+    kinds = list(map(type, flat))
+    if set(kinds) <= _PLAIN and _floats_finite(flat, kinds):
+        # The common case, at C speed: every value is already JSON.
+        chars = sum(map(len, compress(flat, map(operator.is_, kinds, repeat(str)))))
+        out = [dict(zip(columns, row, strict=True)) for row in rows]
+    else:
+        converted = [[json_safe(value) for value in row] for row in rows]
+        chars = sum(len(value) if isinstance(value, str) else len(str(value)) for row in converted for value in row
+                    if isinstance(value, (str, list, dict)))
+        out = [dict(zip(columns, row, strict=True)) for row in converted]
     if chars > max_chars:
         raise ToolError(f"the result is too large (more than {max_chars} characters of text): select fewer columns or rows")
     return {"columns": list(columns), "rows": out}
