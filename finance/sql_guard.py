@@ -78,14 +78,17 @@ def check_select(query: str) -> None:
     """Refuse `query` unless it is one read-only SELECT over the views; raises `ToolError` with the reason."""
     try:
         statements = parse_sql(query)
-    except ParseError as error:
+    except (ParseError, RecursionError) as error:
         raise ToolError(f"syntax error: {error.args[0]}") from None
     if len(statements) != 1:
         raise ToolError("exactly one statement is allowed" if statements else "the query is empty")
     statement = statements[0].stmt
     if not isinstance(statement, ast.SelectStmt):
         raise ToolError(f"only SELECT is allowed, not {_statement_name(statement)}")
-    _check(statement, frozenset())
+    try:
+        _check(statement, frozenset())
+    except RecursionError:
+        raise ToolError("the query is nested too deeply") from None
 
 
 def _statement_name(node: ast.Node) -> str:

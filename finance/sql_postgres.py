@@ -31,7 +31,7 @@ from pglast import parse_sql
 from chat.tools.base import ToolError
 from finance.sql_guard import check_select
 from finance.sql_values import rows_output
-from finance.view_sql import VIEW_NAMES, quote_ident, role_names
+from finance.view_sql import VIEW_NAMES, role_names
 
 _TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 
@@ -78,11 +78,13 @@ def run_query(
             cursor = psycopg.Cursor(raw)
             try:
                 cursor.execute("INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s)", [user_id])
+                # The same as SET LOCAL statement_timeout / transaction_read_only /
+                # ROLE, in one round trip; all three end with the rollback.
                 cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true), set_config('transaction_read_only', 'on', true)",
-                    [str(int(timeout_ms))],
+                    "SELECT set_config('statement_timeout', %s, true), set_config('transaction_read_only', 'on', true), "
+                    "set_config('role', %s, true)",
+                    [str(int(timeout_ms)), reader_role(connection)],
                 )
-                cursor.execute(f"SET LOCAL ROLE {quote_ident(reader_role(connection))}")
                 # JSON-ready values straight from the wire: numbers as float,
                 # dates and times as PostgreSQL's ISO text.
                 cursor.adapters.register_loader("numeric", FloatLoader)

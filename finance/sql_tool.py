@@ -92,6 +92,10 @@ class ExecuteSqlTool:
             raise ToolError(f"input.query: longer than {MAX_QUERY_CHARS} characters")
         if "\x00" in query:
             raise ToolError("input.query: contains a NUL character")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolError("input.query: not valid Unicode text (a lone surrogate)") from None
         user_id = getattr(user, "pk", None)
         if not isinstance(user_id, int) or not getattr(user, "is_authenticated", False):
             raise ToolError("no signed-in user to run the query for")

@@ -32,6 +32,7 @@ def test_it_is_a_tool_executor_named_execute_sql(db):
         ({"query": "   "}, "input.query"),
         ({"query": "SELECT 1" + " " * 20_000}, "longer than"),
         ({"query": "SELECT '\x00'"}, "NUL"),
+        ({"query": "SELECT '\ud800' FROM account_details"}, "surrogate"),
     ],
 )
 def test_bad_input_is_a_tool_error(finance_users, sql_tool, tool_input, reason):
@@ -76,3 +77,17 @@ def test_result_text_cap(finance_users):
     maya, _ = finance_users
     with pytest.raises(ToolError, match="too large"):
         ExecuteSqlTool(max_chars=100).run({"query": "SELECT * FROM account_details"}, user=maya)
+
+
+def test_deeply_nested_query_is_a_tool_error(finance_users, sql_tool):
+    # 4,000 nested additions: deeper than Python's recursion limit for the guard's walk
+    with pytest.raises(ToolError):
+        sql_tool.run({"query": "SELECT " + "1 + " * 4000 + "1 FROM account_details"}, user=finance_users[0])
+
+
+def test_deep_parentheses_answer_or_refuse_but_never_crash(finance_users, sql_tool):
+    try:
+        out = sql_tool.run({"query": "SELECT " + "(" * 3000 + "1" + ")" * 3000 + " AS one"}, user=finance_users[0])
+    except ToolError:
+        return
+    assert out["rows"] == [{"one": 1}]
