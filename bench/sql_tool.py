@@ -25,6 +25,7 @@ and returns the N rows of the bench user. Taking turns, `--runs` times each:
 
 Goal: tool/direct ≤ 1.5 at 1,000 rows and above.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,24 +58,41 @@ def _load(rows: int) -> Any:
     from finance.models import Account, Connection, Holding, Security
 
     call_command("migrate", verbosity=0)
-    security = Security.objects.create(ticker="VTI", name="Vanguard Total Stock Market ETF", type="etf", exchange="NYSE ARCA")
+    security = Security.objects.create(
+        ticker="VTI", name="Vanguard Total Stock Market ETF", type="etf", exchange="NYSE ARCA"
+    )
     users = [get_user_model().objects.create(username=name) for name in ("bench", "other")]
     for n, user in enumerate(users):
-        connection = Connection.objects.create(user=user, source="plaid", institution_name="Bank", item_id=f"item{n}" * 5)
+        connection = Connection.objects.create(
+            user=user, source="plaid", institution_name="Bank", item_id=f"item{n}" * 5
+        )
         accounts = Account.objects.bulk_create(
-            Account(user=user, connection=connection, source_account_id=f"acct{n}x{k:04d}ABCDEFGHIJKLMNOPQRSTUVW"[:37],
-                    name=f"Account {k}", type="investment", current_balance=Decimal("1000.00"))
+            Account(
+                user=user,
+                connection=connection,
+                source_account_id=f"acct{n}x{k:04d}ABCDEFGHIJKLMNOPQRSTUVW"[:37],
+                name=f"Account {k}",
+                type="investment",
+                current_balance=Decimal("1000.00"),
+            )
             for k in range(ACCOUNTS)
         )
         Holding.objects.bulk_create(
-            (Holding(user=user, account=accounts[i % ACCOUNTS], security=security, quantity=Decimal(i % 97 + 1),
-                     institution_value=Decimal(i % 1000) + Decimal("0.25"))
-             for i in range(rows)),
+            (
+                Holding(
+                    user=user,
+                    account=accounts[i % ACCOUNTS],
+                    security=security,
+                    quantity=Decimal(i % 97 + 1),
+                    institution_value=Decimal(i % 1000) + Decimal("0.25"),
+                )
+                for i in range(rows)
+            ),
             batch_size=5000,
         )
-    from django.db import connection
+    from django.db import connection as django_connection
 
-    with connection.cursor() as cursor:
+    with django_connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # fresh tables have no statistics; production ones do
     return users[0]
 
@@ -86,7 +104,7 @@ def _direct(backend: str, url: str, user_id: int) -> tuple[Any, Any]:
     if backend == "postgres":
         import psycopg
 
-        connection = psycopg.connect(url, autocommit=True)
+        connection: Any = psycopg.connect(url, autocommit=True)
         sql = f"SELECT {COLUMNS} FROM ({view_body('holding_details', user_filter='a.user_id = %s')}) AS q"
     else:
         import sqlite3
@@ -117,7 +135,7 @@ def run_backend(*, backend: str, sizes: list[int], runs: int, server_url: str) -
                 admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch_name)))
             direct_url = psycopg.conninfo.make_conninfo(server_url, dbname=scratch_name)
             p = psycopg.conninfo.conninfo_to_dict(direct_url)
-            auth = p.get("user", "postgres") + (f":{p['password']}" if p.get("password") else "")
+            auth = str(p.get("user", "postgres")) + (f":{p['password']}" if p.get("password") else "")
             django_url = f"postgres://{auth}@{p.get('host', '127.0.0.1')}:{p.get('port', 5432)}/{scratch_name}"
         else:
             scratch_dir = tempfile.mkdtemp(prefix="silvia_bench_sql_")
@@ -142,9 +160,10 @@ def run_backend(*, backend: str, sizes: list[int], runs: int, server_url: str) -
             got = tool.run({"query": QUERY}, user=user)["rows"]
             assert len(got) == len(expected) == rows, (len(got), len(expected), rows)
             assert {r["source_account_id"] for r in got} == {r["source_account_id"] for r in expected}
-            timed = {"tool": lambda: tool.run({"query": QUERY}, user=user), "direct": direct}
+            timed = {"tool": lambda tool=tool, user=user: tool.run({"query": QUERY}, user=user), "direct": direct}
             if backend == "sqlite":
-                def cold() -> Any:
+
+                def cold(tool: Any = tool, user: Any = user) -> Any:
                     sql_sqlite.clear_cache()
                     return tool.run({"query": QUERY}, user=user)
 
@@ -184,7 +203,10 @@ def _drop_postgres(server_url: str, name: str) -> None:
 
 def format_figures(f: dict[str, Any]) -> str:
     name = {"postgres": "PostgreSQL", "sqlite": "SQLite"}[f["backend"]]
-    lines = [f"sql_tool bench, {name}: {f['rows']:,} rows, {f['runs']} runs", f["tool"].line("tool (isolated execution)")]
+    lines = [
+        f"sql_tool bench, {name}: {f['rows']:,} rows, {f['runs']} runs",
+        f["tool"].line("tool (isolated execution)"),
+    ]
     if "tool, cold copy" in f:
         lines.append(f["tool, cold copy"].line("tool, cold copy (private copy rebuilt)"))
     lines.append(f["direct"].line("direct (same SELECT, raw connection)"))
@@ -198,14 +220,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
     parser.add_argument("--rows", type=int, nargs="+", default=[10, 1000, 100_000])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})")
+    parser.add_argument(
+        "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
+    )
     args = parser.parse_args(argv)
     server_url = postgres_server_url(args.database_url)
     if args.backend == "both":
         status = 0
         for backend in ("sqlite", "postgres"):
-            command = [sys.executable, __file__, "--backend", backend, "--runs", str(args.runs), "--database-url", server_url,
-                       "--rows", *map(str, args.rows)]
+            command = [
+                sys.executable,
+                __file__,
+                "--backend",
+                backend,
+                "--runs",
+                str(args.runs),
+                "--database-url",
+                server_url,
+                "--rows",
+                *map(str, args.rows),
+            ]
             status |= subprocess.call(command, cwd=ROOT)
         return status
     os.environ["DATABASE_URL"] = "sqlite:///var/bench-placeholder.sqlite3"

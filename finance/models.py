@@ -11,6 +11,7 @@ The model reads these only through the three SQL views created by migration
 `user` is repeated on `Account` and `Holding` so that PostgreSQL's row-level
 security filters each table by one column.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -27,17 +28,17 @@ class Connection(models.Model):
     """One link to a data source for one user: a Plaid item, a SnapTrade connection, manual accounts, a wallet."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="finance_connections")
-    source = models.CharField(max_length=32, help_text="plaid, manual, snaptrade, or another source such as a wallet")
+    source = models.CharField(max_length=32, help_text="plaid, manual, snaptrade or another")
     institution_name = models.CharField(max_length=200, blank=True, default="")
-    clerk_id = models.CharField(max_length=64, blank=True, default="", help_text="the auth provider's user id")
-    item_id = models.CharField(max_length=128, blank=True, default="", help_text="the provider's item/connection id")
-    access_token = models.CharField(max_length=256, blank=True, default="", help_text="the provider's access token")
+    clerk_id = models.CharField(max_length=64, blank=True, default="", help_text="auth user id")
+    item_id = models.CharField(max_length=128, blank=True, default="", help_text="provider item id")
+    access_token = models.CharField(max_length=256, blank=True, default="", help_text="provider token")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "finance_connection"
-        ordering = ["id"]
-        indexes = [models.Index(fields=["user", "updated_at"], name="finance_conn_user_updated")]
+        ordering = ("id",)
+        indexes = (models.Index(fields=["user", "updated_at"], name="finance_conn_user_updated"),)
 
     def __str__(self) -> str:
         return self.institution_name or self.source
@@ -48,11 +49,11 @@ class Account(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="finance_accounts")
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="accounts")
-    source_account_id = models.CharField(max_length=128, help_text="the provider's id: Plaid account_id, SnapTrade or manual uuid, wallet address")
-    name = models.CharField(max_length=200, help_text="the label the user sees (account_name)")
+    source_account_id = models.CharField(max_length=128, help_text="the provider's id")
+    name = models.CharField(max_length=200, help_text="account_name")
     display_name = models.CharField(max_length=200, blank=True, default="")
     official_name = models.CharField(max_length=200, blank=True, default="")
-    type = models.CharField(max_length=32, help_text="depository, credit, loan, investment, property, crypto")
+    type = models.CharField(max_length=32, help_text="depository, credit, loan, …")
     subtype = models.CharField(max_length=32, blank=True, default="")
     mask = models.CharField(max_length=8, blank=True, default="")
     currency = models.CharField(max_length=3, default="USD")
@@ -71,11 +72,11 @@ class Account(models.Model):
 
     class Meta:
         db_table = "finance_account"
-        ordering = ["name", "id"]
-        constraints = [
+        ordering = ("name", "id")
+        constraints = (
             models.UniqueConstraint(fields=["user", "source_account_id"], name="finance_account_user_source_id"),
-        ]
-        indexes = [models.Index(fields=["user", "updated_at"], name="finance_account_user_updated")]
+        )
+        indexes = (models.Index(fields=["user", "updated_at"], name="finance_account_user_updated"),)
 
     def __str__(self) -> str:
         return self.label
@@ -101,8 +102,8 @@ class Security(models.Model):
 
     ticker = models.CharField(max_length=16, blank=True, default="")
     name = models.CharField(max_length=200)
-    type = models.CharField(max_length=32, help_text="equity, etf, mutual fund, crypto, cash")
-    exchange = models.CharField(max_length=16, blank=True, default="", help_text="blank when not exchange-listed")
+    type = models.CharField(max_length=32, help_text="equity, etf, crypto, …")
+    exchange = models.CharField(max_length=16, blank=True, default="", help_text="blank: unlisted")
     close_price = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
     close_price_as_of = models.DateField(null=True, blank=True)
     currency = models.CharField(max_length=3, default="USD")
@@ -110,7 +111,7 @@ class Security(models.Model):
 
     class Meta:
         db_table = "finance_security"
-        ordering = ["ticker", "id"]
+        ordering = ("ticker", "id")
         verbose_name_plural = "securities"
 
     def __str__(self) -> str:
@@ -132,8 +133,8 @@ class Holding(models.Model):
 
     class Meta:
         db_table = "finance_holding"
-        ordering = ["account_id", "-institution_value", "id"]
-        indexes = [models.Index(fields=["user", "updated_at"], name="finance_holding_user_updated")]
+        ordering = ("account_id", "-institution_value", "id")
+        indexes = (models.Index(fields=["user", "updated_at"], name="finance_holding_user_updated"),)
 
     def __str__(self) -> str:
         return f"{self.security} × {self.quantity}"

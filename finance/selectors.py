@@ -1,4 +1,5 @@
 """Reads of the user's financial data for pages (SPEC 9, 14): always scoped to the caller."""
+
 from __future__ import annotations
 
 from collections import defaultdict

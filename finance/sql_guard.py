@@ -11,9 +11,11 @@ database sees it. The database enforces the scope again on its own (role,
 row-level security, read-only transaction): this check is the first of two
 walls, not the only one.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from pglast import ast, parse_sql
 from pglast.enums import SQLValueFunctionOp
@@ -33,7 +35,7 @@ ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
     to_char to_number to_date to_timestamp date_trunc date_part extract age now make_date make_interval
     make_timestamp justify_days justify_hours justify_interval timezone isfinite date_bin
     nullif coalesce greatest least array_length cardinality
-    """.split()
+    """.split()  # noqa: SIM905
 )
 """Functions a query may call (unqualified or `pg_catalog.`): aggregates, windows, math, text, dates."""
 
@@ -41,7 +43,7 @@ ALLOWED_TYPES: frozenset[str] = frozenset(
     """
     int2 int4 int8 smallint integer int bigint numeric decimal float4 float8 real double
     text varchar char bpchar date time timetz timestamp timestamptz interval bool boolean
-    """.split()
+    """.split()  # noqa: SIM905
 )
 """Types a query may cast to (`::numeric`, `CAST(x AS date)`)."""
 
@@ -64,12 +66,41 @@ _ALLOWED_VALUE_FUNCTIONS = frozenset(
 # statements, ...) is refused whole.
 _ALLOWED_NODES: frozenset[type] = frozenset(
     {
-        ast.RawStmt, ast.SelectStmt, ast.ResTarget, ast.ColumnRef, ast.A_Star, ast.A_Const, ast.A_Expr,
-        ast.BoolExpr, ast.FuncCall, ast.TypeCast, ast.TypeName, ast.RangeVar, ast.Alias, ast.JoinExpr,
-        ast.SortBy, ast.SubLink, ast.CaseExpr, ast.CaseWhen, ast.CoalesceExpr, ast.MinMaxExpr, ast.NullTest,
-        ast.BooleanTest, ast.WithClause, ast.CommonTableExpr, ast.RangeSubselect, ast.WindowDef,
-        ast.SQLValueFunction, ast.A_ArrayExpr, ast.RowExpr, ast.GroupingSet, ast.String, ast.Integer,
-        ast.Float, ast.Boolean, ast.BitString,
+        ast.RawStmt,
+        ast.SelectStmt,
+        ast.ResTarget,
+        ast.ColumnRef,
+        ast.A_Star,
+        ast.A_Const,
+        ast.A_Expr,
+        ast.BoolExpr,
+        ast.FuncCall,
+        ast.TypeCast,
+        ast.TypeName,
+        ast.RangeVar,
+        ast.Alias,
+        ast.JoinExpr,
+        ast.SortBy,
+        ast.SubLink,
+        ast.CaseExpr,
+        ast.CaseWhen,
+        ast.CoalesceExpr,
+        ast.MinMaxExpr,
+        ast.NullTest,
+        ast.BooleanTest,
+        ast.WithClause,
+        ast.CommonTableExpr,
+        ast.RangeSubselect,
+        ast.WindowDef,
+        ast.SQLValueFunction,
+        ast.A_ArrayExpr,
+        ast.RowExpr,
+        ast.GroupingSet,
+        ast.String,
+        ast.Integer,
+        ast.Float,
+        ast.Boolean,
+        ast.BitString,
     }
 )
 
@@ -84,7 +115,7 @@ def check_select(query: str) -> None:
         raise ToolError("exactly one statement is allowed" if statements else "the query is empty")
     statement = statements[0].stmt
     if not isinstance(statement, ast.SelectStmt):
-        raise ToolError(f"only SELECT is allowed, not {_statement_name(statement)}")
+        raise ToolError(f"only SELECT is allowed, not {_statement_name(statement) if statement else 'this'}")
     try:
         _check(statement, frozenset())
     except RecursionError:
@@ -96,7 +127,7 @@ def _statement_name(node: ast.Node) -> str:
 
 
 def _children(node: ast.Node) -> Iterator[tuple[str, object]]:
-    for name in node.__slots__:
+    for name in getattr(type(node), "__slots__", ()):
         yield name, getattr(node, name, None)
 
 
@@ -109,30 +140,29 @@ def _walk(value: object, ctes: frozenset[str]) -> None:
 
 
 def _check(node: ast.Node, ctes: frozenset[str]) -> None:
-    kind = type(node)
-    if kind not in _ALLOWED_NODES:
+    if type(node) not in _ALLOWED_NODES:
         raise ToolError(_refusal(node))
-    if kind is ast.SelectStmt:
+    if isinstance(node, ast.SelectStmt):
         if node.intoClause is not None:
             raise ToolError("SELECT INTO is not allowed")
         if node.lockingClause:
             raise ToolError("FOR UPDATE/SHARE is not allowed")
         if node.withClause is not None:
             ctes = _check_with(node.withClause, ctes)
-    elif kind is ast.CommonTableExpr and not isinstance(node.ctequery, ast.SelectStmt):
+    elif isinstance(node, ast.CommonTableExpr) and not isinstance(node.ctequery, ast.SelectStmt):
         raise ToolError("a WITH query may only SELECT")
-    elif kind is ast.RangeVar:
+    elif isinstance(node, ast.RangeVar):
         _check_relation(node, ctes)
-    elif kind is ast.FuncCall:
+    elif isinstance(node, ast.FuncCall):
         _check_function(node)
-    elif kind is ast.TypeName:
+    elif isinstance(node, ast.TypeName):
         _check_type(node)
-    elif kind is ast.SQLValueFunction and node.op not in _ALLOWED_VALUE_FUNCTIONS:
+    elif isinstance(node, ast.SQLValueFunction) and node.op not in _ALLOWED_VALUE_FUNCTIONS:
         raise ToolError("only CURRENT_DATE/CURRENT_TIMESTAMP-style values are allowed")
-    elif kind is ast.A_Expr and node.name and len(node.name) > 1:
+    elif isinstance(node, ast.A_Expr) and node.name and len(node.name) > 1:
         raise ToolError("qualified operators are not allowed")
     for name, child in _children(node):
-        if kind is ast.SelectStmt and name == "withClause":
+        if name == "withClause" and isinstance(node, ast.SelectStmt):
             continue  # walked by _check_with, each body seeing only the names in scope for it
         _walk(child, ctes)
 
@@ -157,8 +187,8 @@ def _check_relation(node: ast.RangeVar, ctes: frozenset[str]) -> None:
         raise ToolError(f"unknown table {node.relname!r}: only {', '.join(VIEW_NAMES)} can be read")
 
 
-def _names(values: object) -> list[str]:
-    return [item.sval for item in values or () if isinstance(item, ast.String)]
+def _names(values: Any) -> list[str]:
+    return [str(item.sval) for item in values or () if isinstance(item, ast.String)]
 
 
 def _check_function(node: ast.FuncCall) -> None:

@@ -15,6 +15,7 @@ The walls, outermost first:
    a SECURITY DEFINER function that reads the scope row. With no scope row
    (or more than one) it is NULL and the views are empty.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,10 +24,10 @@ import psycopg
 from django.conf import settings
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from pglast import parse_sql
 from psycopg import errors
 from psycopg.types.numeric import FloatLoader
 from psycopg.types.string import TextLoader
-from pglast import parse_sql
 
 from chat.tools.base import ToolError
 from finance.sql_guard import check_select
@@ -38,7 +39,9 @@ _TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 
 def reader_role(connection: BaseDatabaseWrapper) -> str:
     """The role the tool's queries run as (settings, else `<database>_sql_reader`)."""
-    return role_names(connection.settings_dict["NAME"], settings.FINANCE_SQL_READER_ROLE, settings.FINANCE_SQL_VIEW_OWNER_ROLE)[0]
+    return role_names(
+        connection.settings_dict["NAME"], settings.FINANCE_SQL_READER_ROLE, settings.FINANCE_SQL_VIEW_OWNER_ROLE
+    )[0]
 
 
 def is_ready(connection: BaseDatabaseWrapper) -> bool:
@@ -70,7 +73,8 @@ def run_query(
     # The wrapper bounds what the server sends; the statement is inside
     # parentheses, so even a second statement could not run (the guard
     # refuses one anyway).
-    wrapped = f"SELECT * FROM (\n{statement_text(query)}\n) AS _silvia_q LIMIT {int(max_rows) + 1}"
+    # The text is one SELECT the guard has parsed and accepted; nothing else is spliced in.
+    wrapped = f"SELECT * FROM (\n{statement_text(query)}\n) AS _silvia_q LIMIT {int(max_rows) + 1}"  # noqa: S608
     connection.ensure_connection()
     try:
         with transaction.atomic(using=connection.alias):
@@ -81,8 +85,8 @@ def run_query(
                 # The same as SET LOCAL statement_timeout / transaction_read_only /
                 # ROLE, in one round trip; all three end with the rollback.
                 cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true), set_config('transaction_read_only', 'on', true), "
-                    "set_config('role', %s, true)",
+                    "SELECT set_config('statement_timeout', %s, true), "
+                    "set_config('transaction_read_only', 'on', true), set_config('role', %s, true)",
                     [str(int(timeout_ms)), reader_role(connection)],
                 )
                 # JSON-ready values straight from the wire: numbers as float,

@@ -13,6 +13,7 @@ change (row counts and latest `updated_at` of each table, checked with one
 query per call) or after `CACHE_SECONDS`; each copy is used by one thread at a
 time.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -37,7 +38,7 @@ ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
     date time datetime julianday strftime unixepoch like glob ceil ceiling floor trunc sqrt pow power
     exp ln log log10 log2 mod sign row_number rank dense_rank percent_rank cume_dist ntile lag lead
     first_value last_value nth_value
-    """.split()
+    """.split()  # noqa: SIM905
 )
 """SQLite functions a query may call (aggregates, windows, math, text, dates; LIKE and GLOB are functions too)."""
 
@@ -86,7 +87,7 @@ def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ..
             columns = [column[0] for column in cursor.description]
             memory.execute(f"CREATE TABLE {name} ({', '.join(quote_ident(c) for c in columns)})")
             marks = ", ".join("?" * len(columns))
-            memory.executemany(f"INSERT INTO {name} VALUES ({marks})", cursor.fetchall())
+            memory.executemany(f"INSERT INTO {name} VALUES ({marks})", cursor.fetchall())  # noqa: S608 - our names
     # Only now lock the connection down: reads of the three tables, no writes,
     # no ATTACH, no value longer than the text cap.
     memory.set_authorizer(_authorize)

@@ -9,6 +9,7 @@ role, row-level security, read-only transaction) and SQLite
 settings (`FINANCE_SQL_TIMEOUT_MS`, `FINANCE_SQL_MAX_ROWS`,
 `FINANCE_SQL_MAX_CHARS`). Nothing of a query, its rows or its errors is logged.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,23 +28,83 @@ MAX_QUERY_CHARS = 20_000
 
 VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "account_details": (
-        "source", "source_account_id", "account_id", "snaptrade_account_id", "manual_account_uuid", "account_uuid",
-        "account_name", "account_display_name", "account_official_name", "institution_name", "official_name",
-        "type", "subtype", "mask", "currency", "current_balance", "available_balance", "credit_limit",
-        "purchase_apr", "interest_rate", "origination_date", "monthly_payment", "escrow_payment", "escrow_balance",
-        "remaining_term_months", "contributions_ytd", "updated_at", "clerk_id", "item_id", "access_token",
+        "source",
+        "source_account_id",
+        "account_id",
+        "snaptrade_account_id",
+        "manual_account_uuid",
+        "account_uuid",
+        "account_name",
+        "account_display_name",
+        "account_official_name",
+        "institution_name",
+        "official_name",
+        "type",
+        "subtype",
+        "mask",
+        "currency",
+        "current_balance",
+        "available_balance",
+        "credit_limit",
+        "purchase_apr",
+        "interest_rate",
+        "origination_date",
+        "monthly_payment",
+        "escrow_payment",
+        "escrow_balance",
+        "remaining_term_months",
+        "contributions_ytd",
+        "updated_at",
+        "clerk_id",
+        "item_id",
+        "access_token",
     ),
     "holding_details": (
-        "source", "source_account_id", "account_id", "snaptrade_account_id", "manual_account_uuid", "account_uuid",
-        "account_name", "account_display_name", "account_official_name", "institution_name", "account_type",
-        "ticker", "security_name", "security_type", "quantity", "institution_price", "institution_value",
-        "cost_basis", "currency", "updated_at", "clerk_id", "item_id",
+        "source",
+        "source_account_id",
+        "account_id",
+        "snaptrade_account_id",
+        "manual_account_uuid",
+        "account_uuid",
+        "account_name",
+        "account_display_name",
+        "account_official_name",
+        "institution_name",
+        "account_type",
+        "ticker",
+        "security_name",
+        "security_type",
+        "quantity",
+        "institution_price",
+        "institution_value",
+        "cost_basis",
+        "currency",
+        "updated_at",
+        "clerk_id",
+        "item_id",
     ),
     "public_holding_details": (
-        "source", "source_account_id", "account_id", "snaptrade_account_id", "manual_account_uuid", "account_uuid",
-        "account_name", "account_display_name", "account_official_name", "institution_name", "ticker",
-        "security_name", "security_type", "exchange", "quantity", "close_price", "close_price_as_of",
-        "market_value", "institution_value", "currency", "clerk_id",
+        "source",
+        "source_account_id",
+        "account_id",
+        "snaptrade_account_id",
+        "manual_account_uuid",
+        "account_uuid",
+        "account_name",
+        "account_display_name",
+        "account_official_name",
+        "institution_name",
+        "ticker",
+        "security_name",
+        "security_type",
+        "exchange",
+        "quantity",
+        "close_price",
+        "close_price_as_of",
+        "market_value",
+        "institution_value",
+        "currency",
+        "clerk_id",
     ),
 }
 """The columns of each view, in order (a test ties them to the database)."""
@@ -51,8 +112,10 @@ VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
 _DESCRIPTION = """Run one read-only SQL SELECT over the user's own financial data and get its rows.
 Only these views exist (the user's rows only):
 {views}
-Types: account type is depository, credit, loan, investment, property or crypto; rates and APRs are percents; money is in the row's currency.
-When you read accounts, select source and source_account_id with the account_name, so your citations link to the account.
+Types: account type is depository, credit, loan, investment, property or crypto;
+rates and APRs are percents; money is in the row's currency.
+When you read accounts, select source and source_account_id with the account_name,
+so your citations link to the account.
 One statement, SELECT only, at most {rows} rows, {seconds:g} s. Common aggregate, math, text and date functions work."""
 
 
@@ -62,7 +125,11 @@ class ExecuteSqlTool:
     name = "execute_sql"
 
     def __init__(
-        self, *, using: str = DEFAULT_DB_ALIAS, timeout_ms: int | None = None, max_rows: int | None = None,
+        self,
+        *,
+        using: str = DEFAULT_DB_ALIAS,
+        timeout_ms: int | None = None,
+        max_rows: int | None = None,
         max_chars: int | None = None,
     ) -> None:
         self.using = using
@@ -103,7 +170,11 @@ class ExecuteSqlTool:
         runner = sql_postgres.run_query if connection.vendor == "postgresql" else sql_sqlite.run_query
         started = time.perf_counter()
         output = runner(
-            query, user_id=user_id, connection=connection, timeout_ms=self.timeout_ms, max_rows=self.max_rows,
+            query,
+            user_id=user_id,
+            connection=connection,
+            timeout_ms=self.timeout_ms,
+            max_rows=self.max_rows,
             max_chars=self.max_chars,
         )
         logger.debug("execute_sql: %d rows in %.1f ms", len(output["rows"]), (time.perf_counter() - started) * 1000)

@@ -1,4 +1,5 @@
 """Rows from either database as SPEC 4's JSON-safe `{"columns", "rows"}` output."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -51,7 +52,9 @@ def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
         return False
 
 
-def rows_output(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int) -> dict[str, Any]:
+def rows_output(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int
+) -> dict[str, Any]:
     """`{"columns": [...], "rows": [{column: value}, ...]}`; `ToolError` past the caps or on a repeated column name.
 
     `rows` may hold one row more than `max_rows` (the fetch asks for one more
@@ -73,9 +76,15 @@ def rows_output(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_ro
         out = [dict(zip(columns, row, strict=True)) for row in rows]
     else:
         converted = [[json_safe(value) for value in row] for row in rows]
-        chars = sum(len(value) if isinstance(value, str) else len(str(value)) for row in converted for value in row
-                    if isinstance(value, (str, list, dict)))
+        chars = sum(
+            len(value) if isinstance(value, str) else len(str(value))
+            for row in converted
+            for value in row
+            if isinstance(value, (str, list, dict))
+        )
         out = [dict(zip(columns, row, strict=True)) for row in converted]
     if chars > max_chars:
-        raise ToolError(f"the result is too large (more than {max_chars} characters of text): select fewer columns or rows")
+        raise ToolError(
+            f"the result is too large (more than {max_chars} characters of text): select fewer columns or rows"
+        )
     return {"columns": list(columns), "rows": out}

@@ -9,6 +9,7 @@ The bodies are plain SQL that PostgreSQL and SQLite both run. `{where}` is
 empty in the views (PostgreSQL filters them with row-level security) and is a
 user filter in the SQLite copies.
 """
+
 from __future__ import annotations
 
 VIEW_NAMES: tuple[str, ...] = ("account_details", "holding_details", "public_holding_details")
@@ -135,7 +136,7 @@ def postgres_setup_statements(*, schema: str, reader: str, view_owner: str) -> l
     for role in (reader, view_owner):
         literal = "'" + role.replace("'", "''") + "'"
         statements.append(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = "
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = "  # noqa: S608 - quoted literal
             f"{literal}) THEN CREATE ROLE {quote_ident(role)} NOLOGIN NOSUPERUSER NOINHERIT NOCREATEDB "
             "NOCREATEROLE NOREPLICATION NOBYPASSRLS; END IF; END $$"
         )
@@ -149,7 +150,7 @@ def postgres_setup_statements(*, schema: str, reader: str, view_owner: str) -> l
         # session's (never committed).
         "CREATE TABLE finance_sql_scope (pid integer NOT NULL, user_id bigint NOT NULL)",
         "REVOKE ALL ON finance_sql_scope FROM PUBLIC",
-        "CREATE FUNCTION finance_sql_scope_user() RETURNS bigint LANGUAGE sql STABLE SECURITY DEFINER "
+        "CREATE FUNCTION finance_sql_scope_user() RETURNS bigint LANGUAGE sql STABLE SECURITY DEFINER "  # noqa: S608
         "SET search_path = pg_catalog, pg_temp AS "
         "$$ SELECT CASE WHEN count(*) = 1 THEN min(user_id) END "
         f"FROM {s}.finance_sql_scope WHERE pid = pg_backend_pid() $$",
@@ -180,7 +181,10 @@ def postgres_teardown_statements(*, view_owner: str) -> list[str]:
     """The reverse of `postgres_setup_statements` (the roles stay: they are cluster-wide)."""
     statements = [f"DROP VIEW IF EXISTS {name}" for name in reversed(VIEW_NAMES)]
     for table in USER_TABLES:
-        statements += [f"DROP POLICY IF EXISTS {table}_scope ON {table}", f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY"]
+        statements += [
+            f"DROP POLICY IF EXISTS {table}_scope ON {table}",
+            f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+        ]
     o = quote_ident(view_owner)
     statements += [f"REVOKE ALL ON {table} FROM {o}" for table in (*USER_TABLES, *PUBLIC_TABLES)]
     statements += ["DROP FUNCTION IF EXISTS finance_sql_scope_user()", "DROP TABLE IF EXISTS finance_sql_scope"]

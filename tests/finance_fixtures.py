@@ -1,4 +1,5 @@
 """Fixtures for the finance tests: maya and sam with the demo financial data, and the tool."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """The demo data and `examples/turns` agree (issue 9): every account the examples' SQL rows name is seeded."""
+
 from __future__ import annotations
 
 import json
@@ -8,15 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from chat.tools.base import ToolError
 from citations.accounts import account_ref_from_row
 from finance import sql_sqlite
-from finance.models import Account
+from finance.models import Account, Holding
 from finance.sql_tool import VIEW_COLUMNS
-from tests.factories import UserFactory
-from tests.finance_fixtures import finance_users, sql_tool  # noqa: F401
 
 TURNS = Path(__file__).resolve().parent.parent / "examples" / "turns"
+
+pytest_plugins = ["tests.finance_fixtures"]
 
 
 def _sql_calls():
@@ -24,7 +24,12 @@ def _sql_calls():
         for record in json.loads(path.read_text(encoding="utf-8")):
             for event in record["events"]:
                 if event["type"] == "tool_call" and event["name"] == "execute_sql":
-                    yield pytest.param(record["user"], event["input"]["query"], event["output"]["rows"], id=f"{path.name}:{event['id']}")
+                    yield pytest.param(
+                        record["user"],
+                        event["input"]["query"],
+                        event["output"]["rows"],
+                        id=f"{path.name}:{event['id']}",
+                    )
 
 
 SQL_CALLS = list(_sql_calls())
@@ -36,7 +41,9 @@ def test_every_account_an_example_row_names_is_seeded_for_its_user(finance_users
         ref = account_ref_from_row(row)
         if ref is None:
             continue
-        account = Account.objects.select_related("connection").get(user__username=username, source_account_id=ref.account_id)
+        account = Account.objects.select_related("connection").get(
+            user__username=username, source_account_id=ref.account_id
+        )
         assert account.source == ref.provider or ref.provider is None
         assert account.name == row["account_name"]
 
@@ -67,4 +74,4 @@ def test_setup_demo_seeds_both_users_and_runs_again(db, tmp_path):
     call_command("setup_demo", examples=tmp_path, stdout=open("/dev/null", "w"))  # noqa: SIM115
     assert Account.objects.filter(user__username="maya").count() == 11
     assert Account.objects.filter(user__username="sam").count() == 5
-    assert UserFactory(username="maya").finance_holdings.count() == 6
+    assert Holding.objects.filter(user__username="maya").count() == 6

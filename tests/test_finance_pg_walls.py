@@ -1,4 +1,5 @@
 """PostgreSQL's own wall, with the SQL guard bypassed: role, row-level security, the scope row (SPEC 13)."""
+
 from __future__ import annotations
 
 import psycopg
@@ -8,9 +9,10 @@ from django.db import connection, transaction
 from finance.models import Account
 from finance.sql_postgres import reader_role
 from finance.view_sql import quote_ident
-from tests.finance_fixtures import finance_users  # noqa: F401
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL only")
+
+pytest_plugins = ["tests.finance_fixtures"]
 
 
 def _as_reader(user_ids: list[int], query: str):
@@ -65,7 +67,9 @@ def test_functions_that_run_sql_still_see_only_the_scope(finance_users):
     # guard the views it reads are filtered.
     maya, _ = finance_users
     connection.ensure_connection()
-    rows = _as_reader([maya.pk], "SELECT query_to_xml('select count(*) as n from account_details', false, false, '')::text")
+    rows = _as_reader(
+        [maya.pk], "SELECT query_to_xml('select count(*) as n from account_details', false, false, '')::text"
+    )
     assert "<n>11</n>" in rows[0][0]
 
 

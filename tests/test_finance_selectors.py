@@ -1,4 +1,5 @@
 """finance.selectors: the caller's accounts, one account by URL segment, the portfolio (SPEC 9, 14)."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -6,7 +7,9 @@ from decimal import Decimal
 from django.contrib.auth.models import AnonymousUser
 
 from finance.selectors import account_get_for_user, accounts_for_user, portfolio_for_user
-from tests.finance_fixtures import MAYA_IDS, finance_users  # noqa: F401
+from tests.finance_fixtures import MAYA_IDS
+
+pytest_plugins = ["tests.finance_fixtures"]
 
 
 def test_accounts_for_user_are_only_the_callers(finance_users):
@@ -17,7 +20,7 @@ def test_accounts_for_user_are_only_the_callers(finance_users):
 
 
 def test_account_get_for_user_resolves_the_callers_account(finance_users):
-    maya, sam = finance_users
+    maya, _ = finance_users
     account = account_get_for_user(user=maya, segment="u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK")
     assert account is not None and account.label == "Sapphire Preferred" and account.source == "plaid"
     # percent-encoded as encodeURIComponent may leave it (SPEC 9): the decoded candidate matches

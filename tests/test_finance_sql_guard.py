@@ -1,4 +1,5 @@
 """finance.sql_guard: what reaches PostgreSQL (pure, no database)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,9 +12,12 @@ ALLOWED = [
     "select source, source_account_id, account_name from ACCOUNT_DETAILS where type = 'credit';",
     "SELECT a.account_name, sum(h.institution_value)::numeric(12, 2) AS v FROM holding_details h "
     "JOIN account_details a USING (source_account_id) GROUP BY 1 ORDER BY v DESC LIMIT 5",
-    "WITH t AS (SELECT ticker, quantity FROM public_holding_details) SELECT ticker, sum(quantity) FROM t GROUP BY ticker",
-    "SELECT extract(year FROM origination_date), date_trunc('month', now()), current_date, coalesce(mask, '-') FROM account_details",
-    "SELECT account_name, rank() OVER (ORDER BY current_balance DESC) FROM account_details WHERE current_balance BETWEEN 1 AND 2",
+    "WITH t AS (SELECT ticker, quantity FROM public_holding_details) "
+    "SELECT ticker, sum(quantity) FROM t GROUP BY ticker",
+    "SELECT extract(year FROM origination_date), date_trunc('month', now()), current_date, coalesce(mask, '-') "
+    "FROM account_details",
+    "SELECT account_name, rank() OVER (ORDER BY current_balance DESC) FROM account_details "
+    "WHERE current_balance BETWEEN 1 AND 2",
     "SELECT CASE WHEN type IN ('credit', 'loan') THEN -current_balance ELSE current_balance END FROM account_details",
     "SELECT * FROM account_details WHERE account_name ILIKE '%card%' AND subtype IS NOT NULL",
     "SELECT * FROM account_details WHERE source_account_id IN (SELECT source_account_id FROM holding_details)",

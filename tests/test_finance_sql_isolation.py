@@ -6,6 +6,7 @@ official names, balances) may appear anywhere in the output, and every
 account id in it must be maya's. After each call the database session is
 back as it was (PostgreSQL: the app's role, read-write, no scope row).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from chat.tools.base import ToolError
 from finance.demo import MAYA_CLERK, SAM, SAM_CLERK
-from tests.finance_fixtures import MAYA_IDS, SAM_IDS, finance_users, secrets_of, sql_tool  # noqa: F401
+from tests.finance_fixtures import MAYA_IDS, SAM_IDS, secrets_of
 
 SAM_SECRETS = secrets_of(SAM, SAM_CLERK)
 SAM_BALANCES = {1240.77, 3120.4, 8214.03, 160.0, 4360.6, 2684.7, 1675.9}
@@ -28,7 +29,7 @@ HOSTILE = [
     "SELECT * FROM public.finance_account",
     "SELECT * FROM finance_holding",
     "SELECT * FROM finance_connection",
-    "SELECT * FROM \"finance_account\"",
+    'SELECT * FROM "finance_account"',
     "SELECT * FROM ONLY finance_account",
     "TABLE finance_account",
     "SELECT * FROM auth_user",
@@ -134,6 +135,8 @@ HOSTILE = [
     "FROM account_details a, account_details b, account_details c, account_details d, account_details e",
 ]
 
+pytest_plugins = ["tests.finance_fixtures"]
+
 
 def _strings(value, found: list) -> list:
     if isinstance(value, dict):
@@ -154,7 +157,13 @@ def assert_only_mayas(output: dict) -> None:
     for value in _strings(output["rows"], []):
         assert not (isinstance(value, float) and value in SAM_BALANCES)
     for row in output["rows"]:
-        for column in ("source_account_id", "account_id", "snaptrade_account_id", "manual_account_uuid", "account_uuid"):
+        for column in (
+            "source_account_id",
+            "account_id",
+            "snaptrade_account_id",
+            "manual_account_uuid",
+            "account_uuid",
+        ):
             if row.get(column) is not None:
                 assert row[column] in MAYA_IDS
         if row.get("clerk_id") is not None:
@@ -209,8 +218,11 @@ def test_a_failed_query_leaves_the_next_one_working(finance_users, sql_tool):
 
 def test_runaway_query_is_stopped_with_a_timeout(finance_users, sql_tool):
     maya, _ = finance_users
-    with pytest.raises(ToolError, match="ran longer than 0.7 s"):
-        sql_tool.run({"query": "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t"}, user=maya)
+    with pytest.raises(ToolError, match=r"ran longer than 0\.7 s"):
+        sql_tool.run(
+            {"query": "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t"},
+            user=maya,
+        )
 
 
 def test_too_many_rows_is_an_error(finance_users):
@@ -219,16 +231,38 @@ def test_too_many_rows_is_an_error(finance_users):
     maya, _ = finance_users
     with pytest.raises(ToolError, match="more than 3 rows"):
         ExecuteSqlTool(max_rows=3).run({"query": "SELECT account_name FROM account_details"}, user=maya)
-    assert len(ExecuteSqlTool(max_rows=11).run({"query": "SELECT account_name FROM account_details"}, user=maya)["rows"]) == 11
+    assert (
+        len(ExecuteSqlTool(max_rows=11).run({"query": "SELECT account_name FROM account_details"}, user=maya)["rows"])
+        == 11
+    )
 
 
 # Random safe SELECTs: they must all succeed and never hold a row of sam's.
 _VIEWS = {
-    "account_details": (["source", "source_account_id", "account_name", "type", "currency", "account_id"], ["current_balance"]),
-    "holding_details": (["source", "source_account_id", "account_name", "ticker", "security_type"], ["quantity", "institution_value"]),
-    "public_holding_details": (["source", "source_account_id", "account_name", "ticker", "exchange"], ["quantity", "market_value"]),
+    "account_details": (
+        ["source", "source_account_id", "account_name", "type", "currency", "account_id"],
+        ["current_balance"],
+    ),
+    "holding_details": (
+        ["source", "source_account_id", "account_name", "ticker", "security_type"],
+        ["quantity", "institution_value"],
+    ),
+    "public_holding_details": (
+        ["source", "source_account_id", "account_name", "ticker", "exchange"],
+        ["quantity", "market_value"],
+    ),
 }
-_TEXTS = ["plaid", "manual", "snaptrade", "credit", "Brokerage", "Venture card", "AAPL", "NPRVdD53X83RZJzzzzgEOzdmenCkhvMdgaKjI", "x"]
+_TEXTS = [
+    "plaid",
+    "manual",
+    "snaptrade",
+    "credit",
+    "Brokerage",
+    "Venture card",
+    "AAPL",
+    "NPRVdD53X83RZJzzzzgEOzdmenCkhvMdgaKjI",
+    "x",
+]
 
 
 @st.composite

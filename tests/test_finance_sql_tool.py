@@ -1,4 +1,5 @@
 """finance.sql_tool: the executor's interface, input errors, JSON-safe values (SPEC 4, 13)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,7 +12,8 @@ from django.contrib.auth.models import AnonymousUser
 from chat.tools.base import ToolError, ToolExecutor
 from finance.sql_tool import ExecuteSqlTool, execute_sql_tool
 from finance.sql_values import json_safe
-from tests.finance_fixtures import finance_users, sql_tool  # noqa: F401
+
+pytest_plugins = ["tests.finance_fixtures"]
 
 
 def test_it_is_a_tool_executor_named_execute_sql(db):
@@ -49,11 +51,29 @@ def test_no_user_is_a_tool_error(db, sql_tool):
 
 def test_values_are_json_safe(finance_users, sql_tool):
     maya, _ = finance_users
-    out = sql_tool.run({"query": "SELECT account_name, current_balance, interest_rate, origination_date, "
-                        "remaining_term_months FROM account_details WHERE type = 'loan'"}, user=maya)
-    assert out["columns"] == ["account_name", "current_balance", "interest_rate", "origination_date", "remaining_term_months"]
-    assert out["rows"] == [{"account_name": "Home mortgage", "current_balance": 312450.18, "interest_rate": 6.875,
-                            "origination_date": "2024-06-14", "remaining_term_months": 330}]
+    out = sql_tool.run(
+        {
+            "query": "SELECT account_name, current_balance, interest_rate, origination_date, "
+            "remaining_term_months FROM account_details WHERE type = 'loan'"
+        },
+        user=maya,
+    )
+    assert out["columns"] == [
+        "account_name",
+        "current_balance",
+        "interest_rate",
+        "origination_date",
+        "remaining_term_months",
+    ]
+    assert out["rows"] == [
+        {
+            "account_name": "Home mortgage",
+            "current_balance": 312450.18,
+            "interest_rate": 6.875,
+            "origination_date": "2024-06-14",
+            "remaining_term_months": 330,
+        }
+    ]
     json.dumps(out, allow_nan=False)
 
 
@@ -64,7 +84,7 @@ def test_values_are_json_safe(finance_users, sql_tool):
         (Decimal("NaN"), "NaN"),
         (float("inf"), "Infinity"),
         (dt.date(2026, 1, 2), "2026-01-02"),
-        (dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc), "2026-01-02T03:04:05+00:00"),
+        (dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC), "2026-01-02T03:04:05+00:00"),
         (b"\x01\xff", "01ff"),
         ((1, Decimal("2")), [1, 2.0]),
     ],

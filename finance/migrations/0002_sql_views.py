@@ -4,6 +4,7 @@ Needs on PostgreSQL: CREATEROLE (or the two roles created beforehand and
 named in FINANCE_SQL_READER_ROLE / FINANCE_SQL_VIEW_OWNER_ROLE, with the
 migrating role able to grant them to itself). See the README.
 """
+
 from django.conf import settings
 from django.db import migrations
 
@@ -44,6 +45,6 @@ def drop_views(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("finance", "0001_initial")]
+    dependencies = (("finance", "0001_initial"),)
 
-    operations = [migrations.RunPython(create_views, drop_views)]
+    operations = (migrations.RunPython(create_views, drop_views),)
