@@ -70,10 +70,9 @@ def run_query(
 ) -> dict[str, Any]:
     """`{"columns", "rows"}` of `query` as user `user_id`; raises `ToolError` (refused, failed, timed out, too big)."""
     check_select(query)
-    # The wrapper bounds what the server sends; the statement is inside
-    # parentheses, so even a second statement could not run (the guard
-    # refuses one anyway).
-    # The text is one SELECT the guard has parsed and accepted; nothing else is spliced in.
+    # The wrapper bounds what the server sends. What goes inside is the one
+    # SELECT the guard parsed and accepted, in parentheses: even a second
+    # statement could not run there.
     wrapped = f"SELECT * FROM (\n{statement_text(query)}\n) AS _silvia_q LIMIT {int(max_rows) + 1}"  # noqa: S608
     connection.ensure_connection()
     try:
@@ -82,10 +81,12 @@ def run_query(
             cursor = psycopg.Cursor(raw)
             try:
                 cursor.execute("INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s)", [user_id])
-                # The same as SET LOCAL statement_timeout / transaction_read_only /
-                # ROLE, in one round trip; all three end with the rollback.
+                # SET LOCAL statement_timeout / transaction_read_only / ROLE in
+                # one round trip; all end with the rollback. Standard strings
+                # make the server read literals exactly as the guard's parser did.
                 cursor.execute(
                     "SELECT set_config('statement_timeout', %s, true), "
+                    "set_config('standard_conforming_strings', 'on', true), "
                     "set_config('transaction_read_only', 'on', true), set_config('role', %s, true)",
                     [str(int(timeout_ms)), reader_role(connection)],
                 )

@@ -79,7 +79,7 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, database: str | 
     return sqlite3.SQLITE_DENY
 
 
-def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ...], max_chars: int) -> _Copy:
+def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ...]) -> _Copy:
     memory = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     with connection.cursor() as cursor:
         for name in VIEW_NAMES:
@@ -88,15 +88,14 @@ def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ..
             memory.execute(f"CREATE TABLE {name} ({', '.join(quote_ident(c) for c in columns)})")
             marks = ", ".join("?" * len(columns))
             memory.executemany(f"INSERT INTO {name} VALUES ({marks})", cursor.fetchall())  # noqa: S608 - our names
-    # Only now lock the connection down: reads of the three tables, no writes,
-    # no ATTACH, no value longer than the text cap.
+    # Only now lock the connection down: reads of the three tables, no
+    # writes, no ATTACH (the length limit is set per call).
     memory.set_authorizer(_authorize)
     memory.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(1_000_000_000, max(1000, max_chars * 4)))
     return _Copy(memory, version)
 
 
-def _copy_for(connection: BaseDatabaseWrapper, user_id: int, max_chars: int) -> _Copy:
+def _copy_for(connection: BaseDatabaseWrapper, user_id: int) -> _Copy:
     with connection.cursor() as cursor:
         cursor.execute(_VERSION_SQL, [user_id, user_id, user_id])
         version = tuple(cursor.fetchone() or ())
@@ -106,7 +105,7 @@ def _copy_for(connection: BaseDatabaseWrapper, user_id: int, max_chars: int) -> 
         if copy is not None and copy.version == version and time.monotonic() - copy.built < CACHE_SECONDS:
             _copies.move_to_end(key)
             return copy
-    copy = _build(connection, user_id, version, max_chars)
+    copy = _build(connection, user_id, version)
     with _copies_lock:
         _copies[key] = copy
         _copies.move_to_end(key)
@@ -119,10 +118,11 @@ def run_query(
     query: str, *, user_id: int, connection: BaseDatabaseWrapper, timeout_ms: int, max_rows: int, max_chars: int
 ) -> dict[str, Any]:
     """`{"columns", "rows"}` of `query` over user `user_id`'s rows only; raises `ToolError`."""
-    copy = _copy_for(connection, user_id, max_chars)
+    copy = _copy_for(connection, user_id)
     deadline = time.monotonic() + timeout_ms / 1000
     with copy.lock:
         memory = copy.connection
+        memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(1_000_000_000, max(1000, max_chars * 4)))
         memory.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
         try:
             cursor = memory.execute(query)
@@ -135,7 +135,7 @@ def run_query(
             raise ToolError(_reason(error, timeout_ms)) from None
         except sqlite3.Warning:  # "You can only execute one statement at a time."
             raise ToolError("exactly one statement is allowed") from None
-        except (sqlite3.ProgrammingError, ValueError) as error:
+        except ValueError as error:
             raise ToolError(f"error: {str(error)[:300]}") from None
         finally:
             memory.set_progress_handler(None, 0)
