@@ -105,8 +105,11 @@ _ALLOWED_NODES: frozenset[type] = frozenset(
 )
 
 
-def check_select(query: str) -> None:
-    """Refuse `query` unless it is one read-only SELECT over the views; raises `ToolError` with the reason."""
+def check_select(query: str) -> str:
+    """The text of `query`'s one SELECT (no trailing `;`), or `ToolError` with the reason it is refused.
+
+    Accepted only when it is one read-only SELECT over the views (see above).
+    """
     try:
         statements = parse_sql(query)
     except (ParseError, RecursionError) as error:
@@ -120,6 +123,11 @@ def check_select(query: str) -> None:
         _check(statement, frozenset())
     except RecursionError:
         raise ToolError("the query is nested too deeply") from None
+    # Offsets count UTF-8 bytes; a length of 0 means "to the end".
+    data = query.encode("utf-8")
+    start = statements[0].stmt_location or 0
+    end = start + statements[0].stmt_len if statements[0].stmt_len else len(data)
+    return data[start:end].decode("utf-8")
 
 
 def _statement_name(node: ast.Node) -> str:

@@ -24,7 +24,6 @@ import psycopg
 from django.conf import settings
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from pglast import parse_sql
 from psycopg import errors
 from psycopg.types.numeric import FloatLoader
 from psycopg.types.string import TextLoader
@@ -56,39 +55,32 @@ def is_ready(connection: BaseDatabaseWrapper) -> bool:
     return bool(row and row[0])
 
 
-def statement_text(query: str) -> str:
-    """The one statement of `query` without its trailing `;` (byte offsets: the parser counts UTF-8 bytes)."""
-    raw = parse_sql(query)[0]
-    data = query.encode("utf-8")
-    start = raw.stmt_location or 0
-    end = start + raw.stmt_len if raw.stmt_len else len(data)
-    return data[start:end].decode("utf-8")
-
-
 def run_query(
     query: str, *, user_id: int, connection: BaseDatabaseWrapper, timeout_ms: int, max_rows: int, max_chars: int
 ) -> dict[str, Any]:
     """`{"columns", "rows"}` of `query` as user `user_id`; raises `ToolError` (refused, failed, timed out, too big)."""
-    check_select(query)
+    statement = check_select(query)
     # The wrapper bounds what the server sends. What goes inside is the one
     # SELECT the guard parsed and accepted, in parentheses: even a second
     # statement could not run there.
-    wrapped = f"SELECT * FROM (\n{statement_text(query)}\n) AS _silvia_q LIMIT {int(max_rows) + 1}"  # noqa: S608
+    wrapped = f"SELECT * FROM (\n{statement}\n) AS _silvia_q LIMIT {int(max_rows) + 1}"  # noqa: S608
     connection.ensure_connection()
     try:
         with transaction.atomic(using=connection.alias):
             raw = connection.connection
             cursor = psycopg.Cursor(raw)
             try:
-                cursor.execute("INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s)", [user_id])
-                # SET LOCAL statement_timeout / transaction_read_only / ROLE in
-                # one round trip; all end with the rollback. Standard strings
-                # make the server read literals exactly as the guard's parser did.
+                # One round trip: the scope row, then SET LOCAL statement_timeout,
+                # standard strings (the server reads literals as the guard's
+                # parser did), transaction_read_only and ROLE. The read-only
+                # check of this statement ran before it began, so its own
+                # insert goes through; everything ends with the rollback.
                 cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true), "
+                    "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
+                    "RETURNING 1) SELECT set_config('statement_timeout', %s, true), "
                     "set_config('standard_conforming_strings', 'on', true), "
-                    "set_config('transaction_read_only', 'on', true), set_config('role', %s, true)",
-                    [str(int(timeout_ms)), reader_role(connection)],
+                    "set_config('transaction_read_only', 'on', true), set_config('role', %s, true) FROM scope",
+                    [user_id, str(int(timeout_ms)), reader_role(connection)],
                 )
                 # JSON-ready values straight from the wire: numbers as float,
                 # dates and times as PostgreSQL's ISO text.

@@ -43,9 +43,9 @@ ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
 """SQLite functions a query may call (aggregates, windows, math, text, dates; LIKE and GLOB are functions too)."""
 
 _VERSION_SQL = """SELECT
-    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_connection WHERE user_id = %s),
-    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_account WHERE user_id = %s),
-    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_holding WHERE user_id = %s),
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_connection WHERE user_id = ?),
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_account WHERE user_id = ?),
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_holding WHERE user_id = ?),
     (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_security)"""
 
 
@@ -96,9 +96,10 @@ def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ..
 
 
 def _copy_for(connection: BaseDatabaseWrapper, user_id: int) -> _Copy:
-    with connection.cursor() as cursor:
-        cursor.execute(_VERSION_SQL, [user_id, user_id, user_id])
-        version = tuple(cursor.fetchone() or ())
+    # Straight on the driver: this runs on every call and needs none of
+    # Django's cursor wrapping.
+    connection.ensure_connection()
+    version = tuple(connection.connection.execute(_VERSION_SQL, [user_id] * 3).fetchone() or ())
     key = (str(connection.settings_dict["NAME"]), user_id)
     with _copies_lock:
         copy = _copies.get(key)
