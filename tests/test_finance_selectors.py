@@ -7,7 +7,7 @@ from decimal import Decimal
 from django.contrib.auth.models import AnonymousUser
 
 from finance.selectors import account_get_for_user, accounts_for_user, portfolio_for_user
-from tests.finance_fixtures import MAYA_IDS
+from tests.finance_data import MAYA_IDS
 
 pytest_plugins = ["tests.finance_fixtures"]
 

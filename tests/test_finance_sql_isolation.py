@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from chat.tools.base import ToolError
 from finance.demo import MAYA_CLERK, SAM, SAM_CLERK
-from tests.finance_fixtures import MAYA_IDS, SAM_IDS, secrets_of
+from tests.finance_data import MAYA_IDS, SAM_IDS, secrets_of
 
 SAM_SECRETS = secrets_of(SAM, SAM_CLERK)
 SAM_BALANCES = {1240.77, 3120.4, 8214.03, 160.0, 4360.6, 2684.7, 1675.9}
@@ -296,3 +296,77 @@ def test_random_safe_selects_never_return_another_users_row(finance_users, sql_t
     maya, _ = finance_users
     output = sql_tool.run({"query": query}, user=maya)
     assert_only_mayas(output)
+
+
+# Token soup: fragments of SQL, hostile and not, in random order. Whatever
+# comes out must be a ToolError or maya's rows, never another exception.
+_FRAGMENTS = [
+    "SELECT",
+    "*",
+    "FROM",
+    "account_details",
+    "holding_details",
+    "public_holding_details",
+    "finance_account",
+    "pg_class",
+    "sqlite_master",
+    "(",
+    ")",
+    ",",
+    ";",
+    "'",
+    '"',
+    "--",
+    "/*",
+    "*/",
+    "\n",
+    "$$",
+    "\\",
+    "E'\\''",
+    "set_config('role', 'postgres', true)",
+    "current_setting('role')",
+    "pg_sleep(0.01)",
+    "count(*)",
+    "1",
+    "x",
+    "UNION ALL",
+    "WITH",
+    "AS",
+    "WHERE",
+    "=",
+    "source_account_id",
+    "account_name",
+    "LIMIT",
+    "JOIN",
+    "ON",
+    "true",
+    "::regclass",
+    "::text",
+    "DELETE",
+    "INSERT INTO",
+    "VALUES",
+    "RETURNING",
+    "COPY",
+    "TO STDOUT",
+    "SET ROLE",
+    "RESET ROLE",
+    "LATERAL",
+    "ARRAY[",
+    "]",
+    "ROW(",
+    "'NPRVdD53X83RZJzzzzgEOzdmenCkhvMdgaKjI'",
+    "OR 1 = 1",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=14))
+def test_token_soup_is_a_tool_error_or_the_callers_rows(finance_users, sql_tool, parts):
+    maya, _ = finance_users
+    try:
+        output = sql_tool.run({"query": " ".join(parts)}, user=maya)
+    except ToolError:
+        pass
+    else:
+        assert_only_mayas(output)
+    assert_session_clean()
