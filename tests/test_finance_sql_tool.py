@@ -111,3 +111,12 @@ def test_deep_parentheses_answer_or_refuse_but_never_crash(finance_users, sql_to
     except ToolError:
         return
     assert out["rows"] == [{"one": 1}]
+
+
+def test_factory_gives_none_when_the_reader_role_is_missing(db, settings):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("roles exist on PostgreSQL only")
+    settings.FINANCE_SQL_READER_ROLE = "silvia_no_such_role_for_this_test"
+    assert execute_sql_tool() is None
