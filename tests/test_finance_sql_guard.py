@@ -24,6 +24,8 @@ ALLOWED = [
     "WITH a AS (SELECT * FROM account_details), b AS (SELECT * FROM a) SELECT * FROM b",
     "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT * FROM t",
     "/* leading */ SELECT 1 -- trailing",
+    'SELECT account_name FROM account_details ORDER BY account_name COLLATE "C"',
+    "SELECT (array_agg(ticker ORDER BY quantity DESC))[1] FROM holding_details",
 ]
 
 REFUSED = [
