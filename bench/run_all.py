@@ -6,7 +6,8 @@ Runs, each in its own process, printing its figures as it goes:
 
 1. `get_session.py` on PostgreSQL and SQLite (2,000 messages, 20 runs);
 2. `derive.py` at 10,000 and 100,000 rows;
-3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent).
+3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
+4. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs).
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -66,6 +67,15 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("backfill needs PostgreSQL: skipped")
     else:
         results.append(_run("backfill: backfill_citation_targets vs raw psycopg", ["bench/backfill.py", "--rows", "20000", "--database-url", server_url]))
+
+    if (BENCH / "sql_tool.py").is_file():
+        results.append(
+            _run(
+                "sql_tool: execute_sql isolated execution vs the same SELECT run directly",
+                ["bench/sql_tool.py", "--backend", "both" if reason is None else "sqlite",
+                 "--rows", "10", "1000", "10000", "--runs", "5", "--database-url", server_url],
+            )
+        )
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "chat",
+    "finance",
 ]
 
 MIDDLEWARE = [
@@ -171,3 +172,11 @@ EXECUTE_PYTHON_CPU_SECONDS = env.int("EXECUTE_PYTHON_CPU_SECONDS", default=5)
 EXECUTE_PYTHON_MEMORY_MB = env.int("EXECUTE_PYTHON_MEMORY_MB", default=512)
 EXECUTE_PYTHON_OUTPUT_BYTES = env.int("EXECUTE_PYTHON_OUTPUT_BYTES", default=65_536)
 FINNHUB_API_KEY = env.str("FINNHUB_API_KEY", default="")
+
+# The execute_sql tool (finance/sql_tool.py; README "The financial data and the SQL tool").
+FINANCE_SQL_TIMEOUT_MS = env.int("FINANCE_SQL_TIMEOUT_MS", default=5000)
+FINANCE_SQL_MAX_ROWS = env.int("FINANCE_SQL_MAX_ROWS", default=1000)
+FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
+# PostgreSQL roles the migration creates; empty means "<database name>_sql_reader" / "<database name>_sql_views".
+FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
+FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")

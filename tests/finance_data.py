@@ -1,0 +1,24 @@
+"""Values from the demo financial data that the finance tests check against."""
+
+from __future__ import annotations
+
+from finance.demo import MAYA, SAM
+
+
+def ids_of(connections) -> set[str]:
+    """Every `source_account_id` in a demo data block (MAYA or SAM)."""
+    return {account["source_account_id"] for *_, accounts in connections for account in accounts}
+
+
+def secrets_of(connections, clerk_id: str) -> set[str]:
+    """Strings that exist only in that user's data: account ids, item ids, tokens, clerk id, official names."""
+    values = {clerk_id}
+    for _source, _institution, item_id, token, accounts in connections:
+        values |= {item_id, token}
+        for account in accounts:
+            values |= {account["source_account_id"], account.get("official_name", "")}
+    return {value for value in values if value}
+
+
+MAYA_IDS = ids_of(MAYA)
+SAM_IDS = ids_of(SAM)
