@@ -13,6 +13,7 @@ indexes on PostgreSQL, JSON1 on SQLite), so a row reads the same whoever
 wrote it (issue 12). The list never loads the JSON into Python. HTML comes
 from `chat.admin_display` (format_html only).
 """
+
 from __future__ import annotations
 
 import uuid
@@ -31,11 +32,11 @@ from django.utils.html import format_html
 
 from chat import admin_display
 from chat.backfill import backfill_rows
-from citations.turn import parse_uuid
-from chat.models import ChatLog, ChatSession
 from chat.citation_queries import STATES, HasCitationState, NamesAccount, SourceContains
+from chat.models import ChatLog, ChatSession
 from chat.selectors import chat_logs_with_citation_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
+from citations.turn import parse_uuid
 
 #: Columns the log changelist never loads: the JSON and the long texts. The
 #: list shows counts the database computes from the JSON and a short head of the question.
@@ -44,7 +45,16 @@ QUESTION_PREVIEW_LENGTH = 80
 #: The query-string filters of the log list: the list filters' parameters and
 #: the session page's link (`?session__exact=<id>`).
 URL_LOOKUPS = frozenset(
-    {"target_kind", "prompt_version", "prompt_version__exact", "created_at__gte", "created_at__lt", "created_at__isnull", "session__exact", "session"}
+    {
+        "target_kind",
+        "prompt_version",
+        "prompt_version__exact",
+        "created_at__gte",
+        "created_at__lt",
+        "created_at__isnull",
+        "session__exact",
+        "session",
+    }
 )
 
 
@@ -103,7 +113,8 @@ class ChatLogChangeList(ChangeList):
 
 @admin.register(ChatLog)
 class ChatLogAdmin(_ReadOnlyAdmin):
-    """Read-only turns: counts, kind/date/prompt filters and search computed from the JSON; a detail page with citation tables."""
+    """Read-only turns: counts, kind/date/prompt filters and search computed
+    from the JSON; a detail page with citation tables."""
 
     list_display = (
         "created_at",
@@ -159,7 +170,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return ChatLogChangeList
 
-    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:  # type: ignore[override]
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
         # Django allows any lookup on a local field from the URL, and some of
         # those fail only when the query runs (a 500): `?user_message__regex=(`,
         # `?citations__contains=x` on SQLite. Only the parameters our own
@@ -193,7 +204,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
 
     # -- list columns ------------------------------------------------------
 
-    def action_checkbox(self, log: ChatLog) -> str:
+    def action_checkbox(self, log: ChatLog) -> str:  # type: ignore[override]
         # Django labels each checkbox with `str(log)`, which reads
         # `user_message`: a deferred column, so one query per row. Same label,
         # from the question head the list already loaded.
@@ -246,7 +257,11 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         states = [classify_citation(entry)[0] for entry in log.citations] if isinstance(log.citations, list) else []
         untyped, malformed = states.count(UNTYPED), states.count(MALFORMED)
         return format_html(
-            "{} citations: {} typed, {} untyped, {} malformed", len(states), len(states) - untyped - malformed, untyped, malformed
+            "{} citations: {} typed, {} untyped, {} malformed",
+            len(states),
+            len(states) - untyped - malformed,
+            untyped,
+            malformed,
         )
 
     @admin.display(description="answer")
@@ -277,14 +292,16 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         # look but not rewrite.
         return request.user.has_perm("chat.change_chatlog")
 
-    def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:
+    def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:  # type: ignore[override]
         # Django filters `pk__in=<posted ids>`, which raises on a forged id that
         # is not a UUID (a 500): keep only the ids that can be ours.
         selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
         valid = [value for value in selected if parse_uuid(value) is not None]
         if len(valid) != len(selected):
-            request.POST = request.POST.copy()
-            request.POST.setlist(helpers.ACTION_CHECKBOX_NAME, valid)
+            request.POST = request.POST.copy()  # type: ignore[assignment]
+            request.POST.setlist(  # type: ignore[misc]
+                helpers.ACTION_CHECKBOX_NAME, valid
+            )
         return super().response_action(request, queryset)
 
     @admin.action(description="Recompute targets from sources", permissions=["recompute"])
@@ -300,7 +317,9 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         )
         if report.typed_total == 0:
             self.message_user(
-                request, f"No citation could be typed from its source in the {len(selected)} selected log(s).{skipped}", messages.INFO
+                request,
+                f"No citation could be typed from its source in the {len(selected)} selected log(s).{skipped}",
+                messages.INFO,
             )
             return
         self.message_user(

@@ -8,7 +8,9 @@ def _register_sqlite_functions(sender: Any, connection: Any, **kwargs: Any) -> N
     # SQLite's lower()/LIKE fold ASCII only; the admin's source search
     # (`chat.citation_queries.SourceContains`) must find "impôt" from "IMPÔT".
     if connection.vendor == "sqlite":
-        connection.connection.create_function("silvia_lower", 1, lambda text: text.lower() if isinstance(text, str) else text, deterministic=True)
+        connection.connection.create_function(
+            "silvia_lower", 1, lambda text: text.lower() if isinstance(text, str) else text, deterministic=True
+        )
 
 
 class ChatConfig(AppConfig):

@@ -14,6 +14,10 @@ so nothing can go stale. Each expression is written twice, per vendor:
 States are those of `citations.summary.classify_citation`: a target kind,
 `typed`, `untyped` or `malformed`. Other databases raise `NotSupportedError`.
 """
+
+# SQL below is built from constant fragments and compiled column names only;
+# every value (a term, an id, a jsonpath) travels as a parameter.
+# ruff: noqa: S608
 from __future__ import annotations
 
 import json
@@ -34,7 +38,7 @@ from chat.citation_sql import (
 from citations.summary import MALFORMED, UNTYPED
 from citations.targets import TARGET_KINDS
 
-__all__ = ["STATES", "CitationCount", "HasCitationState", "NamesAccount", "SourceContains", "SOURCES_TEXT_SQL"]
+__all__ = ["SOURCES_TEXT_SQL", "STATES", "CitationCount", "HasCitationState", "NamesAccount", "SourceContains"]
 
 #: Every state a filter may ask for.
 STATES: tuple[str, ...] = (*TARGET_KINDS, UNTYPED, MALFORMED)
@@ -107,7 +111,9 @@ class HasCitationState(_JsonFunc):
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         columns, params = self._columns(compiler, connection)
         condition = sqlite_entry(self.state)
-        return "(" + " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})" for c in columns) + ")", params
+        return "(" + " OR ".join(
+            f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})" for c in columns
+        ) + ")", params
 
 
 class NamesAccount(_JsonFunc):
@@ -123,7 +129,10 @@ class NamesAccount(_JsonFunc):
         columns, _ = self._columns(compiler, connection)
         entry_filter = jsonpath_account_entry(self.account_id)
         entry_sql, entry_path = postgresql_entry_sql("e", entry_filter)
-        arms = [f"({c} @? %s::jsonpath AND EXISTS (SELECT 1 FROM jsonb_array_elements({c}) AS e WHERE {entry_sql}))" for c in columns]
+        arms = [
+            f"({c} @? %s::jsonpath AND EXISTS (SELECT 1 FROM jsonb_array_elements({c}) AS e WHERE {entry_sql}))"
+            for c in columns
+        ]
         return "(" + " OR ".join(arms) + ")", [f"$[*] ? ({entry_filter})", entry_path] * len(columns)
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
@@ -153,7 +162,9 @@ class SourceContains(_JsonFunc):
         # term JSON-escaped the same way); the EXISTS then checks each
         # source on its own, so a match across two sources never counts.
         escaped = _like_escape(json.dumps(self.term, ensure_ascii=False)[1:-1])
-        prefilter = SOURCES_TEXT_SQL.format(citations=citations, inline_citations=inline) + " LIKE '%%' || lower(%s) || '%%'"
+        prefilter = (
+            SOURCES_TEXT_SQL.format(citations=citations, inline_citations=inline) + " LIKE '%%' || lower(%s) || '%%'"
+        )
         exact = " OR ".join(
             f"EXISTS (SELECT 1 FROM jsonb_array_elements({c}) AS e"
             " WHERE jsonb_typeof(e -> 'source') = 'string' AND strpos(lower(e ->> 'source'), lower(%s)) > 0)"
@@ -172,7 +183,7 @@ class SourceContains(_JsonFunc):
 
 
 class CitationCount(_JsonFunc):
-    """The number of entries of one JSON array column, all of them or those in `state` (`typed`, `untyped`, `malformed`)."""
+    """The number of entries of one JSON array column: all, or those in `state` (`typed`, `untyped`, `malformed`)."""
 
     output_field = IntegerField()
 

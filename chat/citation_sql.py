@@ -13,6 +13,10 @@ A jsonpath `@` is a citation entry; a SQLite `{v}` is the entry's JSON text
 SQLite comparisons use `IS` (null-safe: `json_type` of a missing key is
 NULL) so that the `NOT` of the malformed state never meets a NULL.
 """
+
+# SQL below is built from constant fragments and compiled column names only;
+# every value (a term, an id, a jsonpath) travels as a parameter.
+# ruff: noqa: S608
 from __future__ import annotations
 
 import json
@@ -42,7 +46,7 @@ def _jp_kind_fields(kind: str, t: str) -> str:
         # Every ref an object first (`.type()` never unwraps), so that the
         # filter below, which would unwrap an array ref, sees objects only.
         all_objects = f'!({t}.accounts[*].type() != "object")'
-        bad_id = f'!exists({t}.accounts[*] ? (!{_jp_nonempty("@.accountId")}))'
+        bad_id = f"!exists({t}.accounts[*] ? (!{_jp_nonempty('@.accountId')}))"
         return f'({t}.accounts.type() == "array" && {t}.accounts.size() > 0 && {all_objects} && {bad_id})'
     raise ValueError(f"unknown target kind {kind!r}")
 
@@ -82,8 +86,8 @@ def jsonpath_account_entry(account_id: str) -> str:
     the whole path is one constant a GIN index can answer.
     """
     literal = json.dumps(account_id)
-    one = f'{_jp_valid("@.target", ("account",))} && @.target.accountId == {literal}'
-    several = f'{_jp_valid("@.target", ("accounts",))} && exists(@.target.accounts[*] ? (@.accountId == {literal}))'
+    one = f"{_jp_valid('@.target', ('account',))} && @.target.accountId == {literal}"
+    several = f"{_jp_valid('@.target', ('accounts',))} && exists(@.target.accounts[*] ? (@.accountId == {literal}))"
     return f'@.type() == "object" && (({one}) || ({several}))'
 
 
@@ -134,7 +138,8 @@ def _sq_valid(v: str, kinds: tuple[str, ...]) -> str:
     for kind in kinds:
         fields = _sq_kind_fields(kind, v)
         arms.append(f"(json_extract({v}, '$.target.kind') = '{kind}'" + (f" AND {fields})" if fields else ")"))
-    return f"(json_type({v}, '$.target') IS 'object' AND json_type({v}, '$.target.kind') IS 'text' AND ({' OR '.join(arms)}))"
+    guard = f"json_type({v}, '$.target') IS 'object' AND json_type({v}, '$.target.kind') IS 'text'"
+    return f"({guard} AND ({' OR '.join(arms)}))"
 
 
 def sqlite_entry(state: str, e: str = "e") -> str:
@@ -155,5 +160,6 @@ def sqlite_account_id(e: str = "e") -> str:
     v = f"{e}.value"
     one = f"{_sq_valid(v, ('account',))} AND json_extract({v}, '$.target.accountId') = %s"
     in_ref = "CASE WHEN a.type = 'object' THEN json_extract(a.value, '$.accountId') = %s ELSE 0 END"
-    several = f"{_sq_valid(v, ('accounts',))} AND EXISTS (SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {in_ref})"
+    refs = f"SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {in_ref}"
+    several = f"{_sq_valid(v, ('accounts',))} AND EXISTS ({refs})"
     return f"CASE WHEN {e}.type = 'object' THEN (({one}) OR ({several})) ELSE 0 END"

@@ -4,6 +4,7 @@
 check-constraint condition written per vendor, since Django has no JSON type
 lookup that runs on both databases.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@
 `chat.services` (no logic in `save()` or signals): the service layer computes
 the citations' targets and keeps every column consistent.
 """
+
 import uuid
 
 from django.conf import settings
@@ -31,8 +32,8 @@ class ChatSession(models.Model):
 
     class Meta:
         db_table = "chat_sessions"
-        ordering = ["-updated_at", "-created_at"]
-        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated")]
+        ordering = ["-updated_at", "-created_at"]  # noqa: RUF012
+        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return self.title or str(self.id)
@@ -60,8 +61,8 @@ class ChatLog(models.Model):
 
     class Meta:
         db_table = "ai_chat_logs"
-        ordering = ["created_at", "id"]
-        indexes = [
+        ordering = ["created_at", "id"]  # noqa: RUF012
+        indexes = [  # noqa: RUF012
             models.Index(fields=["session", "created_at"], name="ai_chat_logs_session_created"),
             models.Index(fields=["created_at"], name="ai_chat_logs_created"),
         ]
@@ -69,9 +70,11 @@ class ChatLog(models.Model):
         # being arrays; a double-encoded string is refused at the door. The
         # GIN and trigram indexes the admin reads through are PostgreSQL-only
         # and live in migration 0003, not here.
-        constraints = [
+        constraints = [  # noqa: RUF012
             models.CheckConstraint(condition=JsonTypeIsArray("citations"), name="ai_chat_logs_citations_is_array"),
-            models.CheckConstraint(condition=JsonTypeIsArray("inline_citations"), name="ai_chat_logs_inline_citations_is_array"),
+            models.CheckConstraint(
+                condition=JsonTypeIsArray("inline_citations"), name="ai_chat_logs_inline_citations_is_array"
+            ),
         ]
 
     def __str__(self) -> str:

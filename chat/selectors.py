@@ -1,5 +1,6 @@
 """Reads, always scoped to the caller (SPEC section 9: another user's session
 is indistinguishable from a missing one)."""
+
 from __future__ import annotations
 
 import uuid

@@ -4,6 +4,7 @@ The admin's counts and kind filter mean exactly this; the database computes
 them from the JSON (`chat.citation_sql`), and tests compare that SQL against
 `classify_citation` over random rows.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -2,6 +2,7 @@
 database from the stored JSON, for rows however they were written; the
 array check constraints; migration 0003 over legacy rows; admin query
 strings that never 500. Runs on SQLite and on PostgreSQL (DATABASE_URL)."""
+
 from __future__ import annotations
 
 import importlib
@@ -32,6 +33,9 @@ MIGRATION_0003 = importlib.import_module("chat.migrations.0003_admin_reads_json"
 ACCOUNT_A = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
 ACCOUNT_B = "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c"
 ACCOUNT_C = "ZtLFsthnkAxRzuUr1nu1CQAWtci7Jytl9ooyT"
+COLUMNS = (
+    "id, session_id, user_id, user_message, response, citations, inline_citations, prompt_version, model, created_at"
+)
 
 
 # -- the Python reference ---------------------------------------------------------
@@ -65,14 +69,16 @@ def reference_sources(row: Any) -> list[str]:
 
 
 def _db_counts(pk: Any) -> tuple[int, int, int, int]:
-    row = chat_logs_with_citation_counts().get(pk=pk)
+    row: Any = chat_logs_with_citation_counts().get(pk=pk)
     return row.citation_total, row.typed_total, row.untyped_total, row.malformed_total
 
 
 # -- rows written four ways ---------------------------------------------------------
 
 
-def _raw_insert(session: ChatSession, user: AbstractBaseUser, citations: Any, inline: Any, *, text: bool = False) -> uuid.UUID:
+def _raw_insert(
+    session: ChatSession, user: AbstractBaseUser, citations: Any, inline: Any, *, text: bool = False
+) -> uuid.UUID:
     """INSERT by hand, as another writer would; `text=True` passes the JSON text as given."""
     pk = uuid.uuid4()
     db_pk = ChatLog._meta.pk.get_db_prep_value(pk, connection)
@@ -81,7 +87,7 @@ def _raw_insert(session: ChatSession, user: AbstractBaseUser, citations: Any, in
     cast = "::jsonb" if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO ai_chat_logs (id, session_id, user_id, user_message, response, citations, inline_citations, prompt_version, model, created_at) "
+            f"INSERT INTO ai_chat_logs ({COLUMNS}) "
             f"VALUES (%s, %s, %s, 'raw', '', %s{cast}, %s{cast}, 'legacy', '', %s)",
             [db_pk, db_session, user.pk, encode(citations), encode(inline), "2026-11-20 10:00:00"],
         )
@@ -94,7 +100,7 @@ def _golden_record() -> dict:
     return json.loads(GOLDEN_TURNS.read_text())["cases"][0]["record"]
 
 
-LEGACY = [
+LEGACY: list[dict[str, Any]] = [
     {"source": "silvia://your-portfolio", "title": "Portfolio", "cited_text": "total"},
     {"source": "silvia://market-data/finnhub/AAPL", "title": "AAPL", "cited_text": "up"},
     {"source": "silvia://your-account/checking", "title": "Checking", "cited_text": "balance"},
@@ -109,7 +115,12 @@ def four_ways(db) -> dict[str, uuid.UUID]:
     by_service = record_turn(_golden_record())
     session, user = by_service.session, by_service.user
     by_orm = ChatLog.objects.create(
-        session=session, user=user, user_message="orm", citations=by_service.citations, inline_citations=by_service.inline_citations, prompt_version="v5"
+        session=session,
+        user=user,
+        user_message="orm",
+        citations=by_service.citations,
+        inline_citations=by_service.inline_citations,
+        prompt_version="v5",
     )
     by_sql = _raw_insert(session, user, by_service.citations, by_service.inline_citations)
     legacy = _raw_insert(session, user, LEGACY, [{**c, "start": 0, "end": 1} for c in LEGACY])
@@ -118,7 +129,8 @@ def four_ways(db) -> dict[str, uuid.UUID]:
     return {"record_turn": by_service.pk, "orm": by_orm.pk, "raw_sql": by_sql, "backfill": legacy}
 
 
-# Hand-computed from the golden case and LEGACY: (counts over citations, kinds in either column, account ids, a source spelled otherwise)
+# Hand-computed from the golden case and LEGACY: (counts over citations,
+# kinds in either column, account ids, a source spelled otherwise).
 HAND = {
     "service": ((2, 2, 0, 0), {"accounts", "account"}, {ACCOUNT_A, ACCOUNT_B, ACCOUNT_C}, "YOUR-ACCOUNT/CREDIT"),
     "backfill": ((4, 2, 1, 1), {"portfolio", "market_data", UNTYPED, MALFORMED}, set(), "IRS/IMPÔT"),
@@ -130,7 +142,9 @@ def test_every_row_is_counted_filtered_and_searched_whoever_wrote_it(four_ways, 
     pk = four_ways[way]
     counts, kinds, ids, source_word = HAND["backfill" if way == "backfill" else "service"]
     stored = ChatLog.objects.get(pk=pk)
-    assert kinds == reference_states((stored.citations, stored.inline_citations))  # the hand figures are the reference's
+    assert kinds == reference_states(
+        (stored.citations, stored.inline_citations)
+    )  # the hand figures are the reference's
     assert _db_counts(pk) == counts == reference_counts(stored.citations)
 
     for state in STATES:
@@ -146,7 +160,18 @@ def test_every_row_is_counted_filtered_and_searched_whoever_wrote_it(four_ways, 
 
 # -- a random table against the Python reference --------------------------------------
 
-KINDS_FOR_RANDOM = ["web", "tax_reference", "card_document", "mortgage_reference", "market_data", "analysis", "account", "accounts", "portfolio", "weather"]
+KINDS_FOR_RANDOM = [
+    "web",
+    "tax_reference",
+    "card_document",
+    "mortgage_reference",
+    "market_data",
+    "analysis",
+    "account",
+    "accounts",
+    "portfolio",
+    "weather",
+]
 IDS = [ACCOUNT_A, ACCOUNT_B, ACCOUNT_C, "", "short", "ÄccountÜnicode-000000"]
 ODD_VALUES = [None, True, 0, 1.5, "", "x", [], ["x"], {}, {"a": 1}]
 
@@ -159,15 +184,21 @@ def _random_target(rng: random.Random) -> Any:
     target: dict[str, Any] = {"kind": kind}
     for key in ("url", "ticker", "accountId", "provider"):
         if rng.random() < 0.6:
-            target[key] = rng.choice([*IDS, "https://example.org/ä", None, 7, ["u"]]) if rng.random() < 0.85 else rng.choice(ODD_VALUES)
+            target[key] = (
+                rng.choice([*IDS, "https://example.org/ä", None, 7, ["u"]])
+                if rng.random() < 0.85
+                else rng.choice(ODD_VALUES)
+            )
     if rng.random() < 0.6:
         refs: Any = [
-            {"accountId": rng.choice(IDS), "provider": rng.choice(["plaid", None])} if rng.random() < 0.9 else rng.choice(ODD_VALUES)
+            {"accountId": rng.choice(IDS), "provider": rng.choice(["plaid", None])}
+            if rng.random() < 0.9
+            else rng.choice(ODD_VALUES)
             for _ in range(rng.randint(0, 3))
         ]
         target["accounts"] = refs if rng.random() < 0.9 else rng.choice(ODD_VALUES)
     if rng.random() < 0.05:
-        target = [target]  # an array holding a target: malformed
+        return [target]  # an array holding a target: malformed
     return target
 
 
@@ -175,7 +206,11 @@ def _random_entry(rng: random.Random) -> Any:
     roll = rng.random()
     if roll < 0.04:
         return rng.choice([None, 5, "entry", ["nested"], [{"target": {"kind": "analysis"}}]])
-    entry: dict[str, Any] = {"source": rng.choice(["silvia://your-portfolio", "silvia://tax-authority/irs/Impôt.md", "https://x.org/%_", 5, None])}
+    entry: dict[str, Any] = {
+        "source": rng.choice(
+            ["silvia://your-portfolio", "silvia://tax-authority/irs/Impôt.md", "https://x.org/%_", 5, None]
+        )
+    }
     if roll > 0.25:
         entry["target"] = _random_target(rng)
     return entry
@@ -184,12 +219,21 @@ def _random_entry(rng: random.Random) -> Any:
 @pytest.fixture
 def random_table(db) -> dict[Any, tuple[list, list]]:
     rng = random.Random(12)
-    session = ChatSessionFactory()
+    session: Any = ChatSessionFactory()
     rows = []
     for _ in range(2000):
         citations = [_random_entry(rng) for _ in range(rng.randint(0, 4))]
         inline = [_random_entry(rng) for _ in range(rng.randint(0, 3))]
-        rows.append(ChatLog(session=session, user=session.user, user_message="q", citations=citations, inline_citations=inline, prompt_version="v5"))
+        rows.append(
+            ChatLog(
+                session=session,
+                user=session.user,
+                user_message="q",
+                citations=citations,
+                inline_citations=inline,
+                prompt_version="v5",
+            )
+        )
     ChatLog.objects.bulk_create(rows, batch_size=500)
     # Read back: jsonb drops duplicate keys and the reference must see what is stored.
     return {log.pk: (log.citations, log.inline_citations) for log in ChatLog.objects.all()}
@@ -201,13 +245,18 @@ def test_filters_counts_and_account_search_equal_the_python_reference_on_2000_ra
         expected = {pk for pk, row in random_table.items() if state in reference_states(row)}
         assert set(ChatLog.objects.filter(HasCitationState(state)).values_list("pk", flat=True)) == expected, state
         assert expected or state in ("account", "accounts")  # the table exercises the states
-    counted = {row.pk: (row.citation_total, row.typed_total, row.untyped_total, row.malformed_total) for row in chat_logs_with_citation_counts()}
+    totals = ("citation_total", "typed_total", "untyped_total", "malformed_total")
+    counted = {pk: tuple(rest) for pk, *rest in chat_logs_with_citation_counts().values_list("pk", *totals)}
     assert counted == {pk: reference_counts(row[0]) for pk, row in random_table.items()}
-    for account_id in IDS[:3] + ["ÄccountÜnicode-000000", ACCOUNT_A.lower()]:
+    for account_id in [*IDS[:3], "ÄccountÜnicode-000000", ACCOUNT_A.lower()]:
         expected = {pk for pk, row in random_table.items() if account_id in reference_account_ids(row)}
-        assert set(ChatLog.objects.filter(NamesAccount(account_id)).values_list("pk", flat=True)) == expected, account_id
+        assert set(ChatLog.objects.filter(NamesAccount(account_id)).values_list("pk", flat=True)) == expected, (
+            account_id
+        )
     for term in ["IMPÔT", "%_", "portfolio", "Https://X", '"', "[", ","]:
-        expected = {pk for pk, row in random_table.items() if any(term.lower() in s.lower() for s in reference_sources(row))}
+        expected = {
+            pk for pk, row in random_table.items() if any(term.lower() in s.lower() for s in reference_sources(row))
+        }
         assert set(ChatLog.objects.filter(SourceContains(term)).values_list("pk", flat=True)) == expected, term
 
 
@@ -217,14 +266,14 @@ def test_filters_counts_and_account_search_equal_the_python_reference_on_2000_ra
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", ['"[]"', "null", '{"source": "s"}', "5"])
 def test_the_database_refuses_a_column_that_is_not_an_array(value):
-    log = ChatLogFactory()
+    log: Any = ChatLogFactory()
     for column in ("citations", "inline_citations"):
-        with pytest.raises(IntegrityError), transaction.atomic():
-            with connection.cursor() as cursor:
-                cast = "::jsonb" if connection.vendor == "postgresql" else ""
-                cursor.execute(
-                    f"UPDATE ai_chat_logs SET {column} = %s{cast} WHERE id = %s", [value, ChatLog._meta.pk.get_db_prep_value(log.pk, connection)]
-                )
+        with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+            cast = "::jsonb" if connection.vendor == "postgresql" else ""
+            cursor.execute(
+                f"UPDATE ai_chat_logs SET {column} = %s{cast} WHERE id = %s",
+                [value, ChatLog._meta.pk.get_db_prep_value(log.pk, connection)],
+            )
     with pytest.raises(IntegrityError), transaction.atomic():
         ChatLogFactory(citations="[]")  # a double-encoded list through the ORM
 
@@ -235,7 +284,8 @@ def test_the_database_refuses_a_column_that_is_not_an_array(value):
 @pytest.fixture
 def staff_client(db) -> Client:
     client = Client()
-    client.force_login(UserFactory(username="admin", is_staff=True, is_superuser=True))
+    staff: Any = UserFactory(username="admin", is_staff=True, is_superuser=True)
+    client.force_login(staff)
     return client
 
 
@@ -274,14 +324,21 @@ def test_admin_query_strings_never_500(staff_client, query):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("term", "found"), [("IMPÔT", True), ("impôt", True), ("IMPOT", False), ("ÉTÉ", True), ("straße", True)])
+@pytest.mark.parametrize(
+    ("term", "found"), [("IMPÔT", True), ("impôt", True), ("IMPOT", False), ("ÉTÉ", True), ("straße", True)]
+)
 def test_source_search_ignores_case_beyond_ascii(staff_client, term, found):
-    log = ChatLogFactory(citations=[{"source": "silvia://tax-authority/fr/Impôt-Été-Straße.md"}], inline_citations=[])
+    log: Any = ChatLogFactory(
+        citations=[{"source": "silvia://tax-authority/fr/Impôt-Été-Straße.md"}], inline_citations=[]
+    )
     assert (log.pk in listed(staff_client.get(LIST_URL, {"q": term}))) is found
 
 
 def test_the_trigram_index_expression_is_the_one_the_search_uses():
-    assert MIGRATION_0003.SOURCES_TEXT == SOURCES_TEXT_SQL.format(citations="citations", inline_citations="inline_citations")
+    assert (
+        SOURCES_TEXT_SQL.format(citations="citations", inline_citations="inline_citations")
+        == MIGRATION_0003.SOURCES_TEXT
+    )
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN and trigram indexes are PostgreSQL's")
@@ -310,18 +367,20 @@ def _migrate(target: tuple[str, str]) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_0003_runs_forward_over_legacy_rows_and_refuses_rows_that_are_not_arrays():
-    session = ChatSessionFactory()
+    session: Any = ChatSessionFactory()
     _migrate(("chat", "0002_backfill_citation_targets"))
     try:
-        summary_columns = "citation_count, typed_count, untyped_count, malformed_count, target_kinds, account_ids, sources"
+        summary_columns = (
+            "citation_count, typed_count, untyped_count, malformed_count, target_kinds, account_ids, sources"
+        )
         pks = []
         for citations, stale in ((LEGACY, "0, 0, 0, 0, '', '', ''"), ('"[]"', "0, 0, 0, 0, '', '', ''")):
             pk = uuid.uuid4()
             pks.append(pk)
             with connection.cursor() as cursor:
                 cursor.execute(
-                    "INSERT INTO ai_chat_logs (id, session_id, user_id, user_message, response, citations, inline_citations, prompt_version, model, created_at, "
-                    f"{summary_columns}) VALUES (%s, %s, %s, 'legacy', '', %s, '[]', 'legacy', '', %s, {stale})",
+                    f"INSERT INTO ai_chat_logs ({COLUMNS}, {summary_columns}) "
+                    f"VALUES (%s, %s, %s, 'legacy', '', %s, '[]', 'legacy', '', %s, {stale})",
                     [
                         ChatLog._meta.pk.get_db_prep_value(pk, connection),
                         ChatSession._meta.pk.get_db_prep_value(session.pk, connection),
@@ -339,7 +398,10 @@ def test_migration_0003_runs_forward_over_legacy_rows_and_refuses_rows_that_are_
         assert str(legacy) not in str(refused.value)
 
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE ai_chat_logs SET citations = '[]' WHERE id = %s", [ChatLog._meta.pk.get_db_prep_value(double_encoded, connection)])
+            cursor.execute(
+                "UPDATE ai_chat_logs SET citations = '[]' WHERE id = %s",
+                [ChatLog._meta.pk.get_db_prep_value(double_encoded, connection)],
+            )
         _migrate(("chat", "0003_admin_reads_json"))
     finally:
         executor = MigrationExecutor(connection)

@@ -16,6 +16,7 @@ Frozen history: the SQL below is carried here, not imported from app code
 (`tests/test_admin_queries.py` checks that the trigram expression still
 matches `chat.citation_queries.SOURCES_TEXT_SQL`).
 """
+
 import uuid
 
 from django.db import migrations, models
@@ -83,7 +84,9 @@ def refuse_rows_that_are_not_arrays(apps, schema_editor):
     more = f"\n  ... and {len(rows) - OFFENDERS_SHOWN} more" if len(rows) > OFFENDERS_SHOWN else ""
     raise NotArrayRows(
         f"ai_chat_logs: {len(rows)} row(s) hold a citation column that is not a JSON array "
-        f"(a string is usually double-encoded JSON). Fix or delete them, then migrate again:\n" + "\n".join(lines) + more
+        f"(a string is usually double-encoded JSON). Fix or delete them, then migrate again:\n"
+        + "\n".join(lines)
+        + more
     )
 
 
@@ -100,13 +103,21 @@ def drop_postgresql_indexes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("chat", "0002_backfill_citation_targets")]
+    dependencies = [("chat", "0002_backfill_citation_targets")]  # noqa: RUF012
 
-    operations = [
+    operations = [  # noqa: RUF012
         migrations.RunPython(refuse_rows_that_are_not_arrays, migrations.RunPython.noop),
         *(
             migrations.RemoveField(model_name="chatlog", name=name)
-            for name in ("citation_count", "typed_count", "untyped_count", "malformed_count", "target_kinds", "account_ids", "sources")
+            for name in (
+                "citation_count",
+                "typed_count",
+                "untyped_count",
+                "malformed_count",
+                "target_kinds",
+                "account_ids",
+                "sources",
+            )
         ),
         migrations.AddConstraint(
             model_name="chatlog",
@@ -117,7 +128,8 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="chatlog",
             constraint=models.CheckConstraint(
-                condition=chat.json_array_check.JsonTypeIsArray("inline_citations"), name="ai_chat_logs_inline_citations_is_array"
+                condition=chat.json_array_check.JsonTypeIsArray("inline_citations"),
+                name="ai_chat_logs_inline_citations_is_array",
             ),
         ),
         migrations.RunPython(create_postgresql_indexes, drop_postgresql_indexes),
