@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import random
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
+from chat.admin import CappedCountPaginator
 from chat.backfill import backfill_citation_targets
 from chat.citation_queries import SOURCES_TEXT_SQL, STATES, HasCitationState, NamesAccount, SourceContains
 from chat.models import ChatLog, ChatSession
@@ -411,3 +413,21 @@ def test_migration_0003_runs_forward_over_legacy_rows_and_refuses_rows_that_are_
     assert _db_counts(legacy) == reference_counts(LEGACY) == (4, 0, 3, 1)
     assert set(ChatLog.objects.filter(HasCitationState(UNTYPED)).values_list("pk", flat=True)) == {legacy}
     assert set(ChatLog.objects.filter(SourceContains("IMPÔT")).values_list("pk", flat=True)) == {legacy}
+
+
+# -- the capped count ------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("rows", "shown"), [(3, "3 chat logs"), (4, "more than 3 chat logs")])
+def test_the_list_counts_up_to_the_cap_and_then_says_more_than(staff_client, monkeypatch, rows, shown):
+    monkeypatch.setattr(CappedCountPaginator, "cap", 3)
+    for _ in range(rows):
+        ChatLogFactory()
+    response = staff_client.get(LIST_URL, {"target_kind": "portfolio"})
+    assert len(listed(response)) == rows
+    page = response.content.decode()
+    assert re.search(rf"\s{shown}\s", page)
+    assert ("more than 3 chat logs" in page) is (rows > 3)
+    searched = staff_client.get(LIST_URL, {"q": "portfolio"}).content.decode()
+    assert ("more than 3 results" in searched) is (rows > 3)
