@@ -70,7 +70,8 @@ LIST_GEOMETRY = """() => {
   const results = document.querySelector('.results');
   const box = results.getBoundingClientRect();
   return {
-    scroll: results.scrollWidth, width: results.clientWidth, right: box.right, page: document.documentElement.scrollWidth,
+    scroll: results.scrollWidth, width: results.clientWidth, right: box.right,
+    page: document.documentElement.scrollWidth,
     heads: Object.fromEntries([...document.querySelectorAll('#result_list thead th')]
       .map(th => [th.textContent.trim(), th.getBoundingClientRect().right])),
     filter: getComputedStyle(document.querySelector('#changelist-filter')).flexBasis,
@@ -80,7 +81,8 @@ LIST_GEOMETRY = """() => {
 TABLE_GEOMETRY = """() => [...document.querySelectorAll('table.citation-table')].map(t => {
   const cited = [...t.querySelectorAll('thead th')].pop().getBoundingClientRect();
   const column = t.closest('.readonly').getBoundingClientRect();
-  return {scroll: t.scrollWidth, width: t.clientWidth, citedRight: cited.right, citedWidth: cited.width, columnRight: column.right};
+  return {scroll: t.scrollWidth, width: t.clientWidth,
+          citedRight: cited.right, citedWidth: cited.width, columnRight: column.right};
 })"""
 
 
