@@ -6,7 +6,8 @@ Runs, each in its own process, printing its figures as it goes:
 
 1. `get_session.py` on PostgreSQL and SQLite (2,000 messages, 20 runs);
 2. `derive.py` at 10,000 and 100,000 rows;
-3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent).
+3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
+4. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list).
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -66,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("backfill needs PostgreSQL: skipped")
     else:
         results.append(_run("backfill: backfill_citation_targets vs raw psycopg", ["bench/backfill.py", "--rows", "20000", "--database-url", server_url]))
+
+    admin_title = "admin: the log list, first pages, vs a raw first page"
+    if reason is None:
+        results.append(_run(admin_title + " (PostgreSQL)", ["bench/admin.py", "--rows", "20000", "--database-url", server_url]))
+    else:
+        notes.append("admin on PostgreSQL skipped")
+    results.append(_run(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:
