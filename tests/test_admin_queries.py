@@ -431,3 +431,17 @@ def test_the_list_counts_up_to_the_cap_and_then_says_more_than(staff_client, mon
     assert ("more than 3 chat logs" in page) is (rows > 3)
     searched = staff_client.get(LIST_URL, {"q": "portfolio"}).content.decode()
     assert ("more than 3 results" in searched) is (rows > 3)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "term", ["\x00", "a\x00b", "\\", '"', "'", "%", "_", "😀", "$[*]", "x" * 5000, "\\u0000", "$.a ? (@ == 1)"]
+)
+def test_any_search_word_answers_without_error(staff_client, term):
+    log: Any = ChatLogFactory(citations=[{"source": "silvia://your-portfolio", "target": {"kind": "portfolio"}}])
+    response = staff_client.get(LIST_URL, {"q": f"{term} portfolio"})
+    if "\x00" in term:
+        assert response.status_code == 400  # Django refuses a NUL in the search box
+        return
+    assert listed(response) == set()  # no source holds the odd word
+    assert log.pk in listed(staff_client.get(LIST_URL, {"q": "portfolio"}))
