@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
     admin_title = "admin: the log list, first pages, vs a raw first page"
     if reason is None:
-        results.append(_run(admin_title + " (PostgreSQL)", ["bench/admin.py", "--rows", "20000", "--database-url", server_url]))
+        command = ["bench/admin.py", "--rows", "20000", "--database-url", server_url]
+        results.append(_run(admin_title + " (PostgreSQL)", command))
     else:
         notes.append("admin on PostgreSQL skipped")
     results.append(_run(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
