@@ -138,8 +138,25 @@ class NamesAccount(_JsonFunc):
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         columns, _ = self._columns(compiler, connection)
         condition = sqlite_account_id()
-        sql = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})" for c in columns)
-        return f"({sql})", [self.account_id] * (2 * len(columns))
+        literal = _plain_ascii(self.account_id)
+        arms, params = [], []
+        for c in columns:
+            exact = f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})"
+            if literal:
+                # A plain ASCII id is spelled as is in stored JSON text
+                # without escapes: a cheap substring test skips the rows that
+                # cannot hold it (rows with an escape go to the exact test).
+                arms.append(f"((instr({c}, %s) > 0 OR instr({c}, '\\') > 0) AND {exact})")
+                params += [self.account_id, self.account_id, self.account_id]
+            else:
+                arms.append(exact)
+                params += [self.account_id, self.account_id]
+        return "(" + " OR ".join(arms) + ")", params
+
+
+def _plain_ascii(text: str) -> bool:
+    """Printable ASCII without `"` or `\\`: written unescaped in any JSON text."""
+    return text != "" and all(" " <= ch <= "~" and ch not in '"\\' for ch in text)
 
 
 class SourceContains(_JsonFunc):
@@ -178,8 +195,24 @@ class SourceContains(_JsonFunc):
             "CASE WHEN e.type = 'object' THEN (json_type(e.value, '$.source') = 'text'"
             " AND instr(silvia_lower(json_extract(e.value, '$.source')), silvia_lower(%s)) > 0) ELSE 0 END"
         )
-        sql = " OR ".join(f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})" for c in columns)
-        return f"({sql})", [self.term] * len(columns)
+        plain = _plain_ascii(self.term)
+        arms, params = [], []
+        for c in columns:
+            exact = f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})"
+            if plain:
+                # Prefilter on the raw JSON text, without a Python call per
+                # entry: a plain ASCII term appears, ASCII case aside, in the
+                # text of any row whose all-ASCII source holds it; a row with
+                # a non-ASCII character or any JSON escape (`\\u00f4`, `\\/`)
+                # goes on to the exact test, since its text may differ.
+                non_ascii = f"length({c}) <> length(CAST({c} AS BLOB))"
+                prefilter = f"(instr(lower({c}), lower(%s)) > 0 OR instr({c}, '\\') > 0 OR {non_ascii})"
+                arms.append(f"({prefilter} AND {exact})")
+                params += [self.term, self.term]
+            else:
+                arms.append(exact)
+                params.append(self.term)
+        return "(" + " OR ".join(arms) + ")", params
 
 
 class CitationCount(_JsonFunc):

@@ -445,3 +445,17 @@ def test_any_search_word_answers_without_error(staff_client, term):
         return
     assert listed(response) == set()  # no source holds the odd word
     assert log.pk in listed(staff_client.get(LIST_URL, {"q": "portfolio"}))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("term", "found"), [("KELVIN", True), ("a/b", True), ("IMPÔT", True), ("IdX", False), ("idX", True), ("zzz", False)]
+)
+def test_search_finds_json_spelled_by_hand_however_escaped(term, found):
+    # Raw JSON text as another writer may spell it: non-ASCII unescaped, a
+    # Kelvin sign (lowercases to "k"), an escaped slash, an escaped id letter.
+    session: Any = ChatSessionFactory()
+    text = '[{"source": "\u212aelvin imp\u00f4t a\\/b", "target": {"kind": "account", "accountId": "id\\u0058"}}]'
+    pk = _raw_insert(session, session.user, text, "[]", text=True)
+    matches = ChatLog.objects.filter(SourceContains(term) | NamesAccount(term))
+    assert (pk in set(matches.values_list("pk", flat=True))) is found
