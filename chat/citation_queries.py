@@ -111,9 +111,17 @@ class HasCitationState(_JsonFunc):
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         columns, params = self._columns(compiler, connection)
         condition = sqlite_entry(self.state)
-        return "(" + " OR ".join(
-            f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})" for c in columns
-        ) + ")", params
+        arms = []
+        for c in columns:
+            exact = f"EXISTS (SELECT 1 FROM json_each({c}) AS e WHERE {condition})"
+            if self.state in TARGET_KINDS:
+                # A kind is a JSON string, so `"account"` (quotes included) is
+                # in the text of any row holding one, unless it is spelled
+                # with escapes: those rows go on to the exact test.
+                arms.append(f"((instr({c}, '\"{self.state}\"') > 0 OR instr({c}, '\\') > 0) AND {exact})")
+            else:
+                arms.append(exact)
+        return "(" + " OR ".join(arms) + ")", params
 
 
 class NamesAccount(_JsonFunc):

@@ -459,3 +459,12 @@ def test_search_finds_json_spelled_by_hand_however_escaped(term, found):
     pk = _raw_insert(session, session.user, text, "[]", text=True)
     matches = ChatLog.objects.filter(SourceContains(term) | NamesAccount(term))
     assert (pk in set(matches.values_list("pk", flat=True))) is found
+
+
+@pytest.mark.django_db
+def test_a_kind_spelled_with_json_escapes_is_still_that_kind():
+    session: Any = ChatSessionFactory()
+    text = '[{"source": "s", "target": {"kind": "acc\\u006funt", "accountId": "x"}}]'
+    pk = _raw_insert(session, session.user, text, "[]", text=True)
+    assert set(ChatLog.objects.filter(HasCitationState("account")).values_list("pk", flat=True)) == {pk}
+    assert not ChatLog.objects.filter(HasCitationState("portfolio")).exists()
