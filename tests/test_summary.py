@@ -1,9 +1,11 @@
 """citations.summary.classify_citation: the states the admin counts and filters by (hand-computed)."""
+
 from __future__ import annotations
 
 import pytest
 
 from citations.summary import MALFORMED, UNTYPED, classify_citation
+
 
 @pytest.mark.parametrize(
     ("entry", "kind"),
