@@ -118,7 +118,8 @@ class CappedCountPaginator(Paginator):
         # Only the primary keys, unordered: the list's annotations (the
         # counts) are not computed for the counted rows, and PostgreSQL may
         # stop at the first rows it meets.
-        return self.object_list.order_by().values("pk")[: self.cap + 1].count()
+        rows: QuerySet = self.object_list  # type: ignore[assignment]  # the changelist passes a QuerySet
+        return rows.order_by().values("pk")[: self.cap + 1].count()
 
     @property
     def capped(self) -> bool:
