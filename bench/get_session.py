@@ -143,7 +143,6 @@ def _load(messages: int, seed: int) -> tuple[Any, str]:
     from rest_framework.authtoken.models import Token
 
     from chat.models import ChatLog, ChatSession
-    from chat.services import citation_summary_fields
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create(username="bench")
@@ -158,7 +157,6 @@ def _load(messages: int, seed: int) -> tuple[Any, str]:
     logs = []
     for index in range(messages):
         columns = generate_message(rng, index)
-        columns.update(citation_summary_fields(columns["citations"], columns["inline_citations"]))
         logs.append(ChatLog(id=uuid.UUID(int=rng.getrandbits(128), version=4), session=session, user=user, **columns))
     ChatLog.objects.bulk_create(logs, batch_size=500)
     return session, token.key

@@ -8,6 +8,7 @@ Runs, each in its own process, printing its figures as it goes:
 2. `derive.py` at 10,000 and 100,000 rows;
 3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 4. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs).
+5. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list).
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -76,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
                  "--rows", "10", "1000", "10000", "--runs", "5", "--database-url", server_url],
             )
         )
+    admin_title = "admin: the log list, first pages, vs a raw first page"
+    if reason is None:
+        command = ["bench/admin.py", "--rows", "20000", "--database-url", server_url]
+        results.append(_run(admin_title + " (PostgreSQL)", command))
+    else:
+        notes.append("admin on PostgreSQL skipped")
+    results.append(_run(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

@@ -7,39 +7,56 @@ the "Recompute targets from sources" action (the backfill rule of
 docs/backfill.md), which goes through `chat.backfill.backfill_rows`. Erasing a user's data
 goes through deleting the user, which cascades.
 
-Lists never decode JSON: counts, the kind filter and the search read the
-summary columns the service layer writes next to the JSON
-(`ChatLog.citation_count`, `target_kinds`, `account_ids`, `sources`), with
-lookups that mean the same on SQLite and PostgreSQL. HTML comes from
-`chat.admin_display` (format_html only).
+Counts, the kind filter and the search are computed by the database from
+the stored JSON itself (`chat.citation_queries`: jsonb/jsonpath with GIN
+indexes on PostgreSQL, JSON1 on SQLite), so a row reads the same whoever
+wrote it (issue 12). The list never loads the JSON into Python. HTML comes
+from `chat.admin_display` (format_html only).
 """
+
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Q, QuerySet, Value
-from django.db.models.functions import StrIndex, Substr
-from django.db.models.lookups import GreaterThan
+from django.contrib.auth import get_user_model
+from django.core.paginator import Paginator
+from django.db.models import Q, QuerySet, Subquery
+from django.db.models.functions import Substr
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from chat import admin_display
 from chat.backfill import backfill_rows
-from citations.turn import parse_uuid
+from chat.citation_queries import STATES, HasCitationState, NamesAccount, SourceContains
 from chat.models import ChatLog, ChatSession
-from citations.summary import DELIMITER, MALFORMED, UNTYPED, delimited_member
-from citations.targets import TARGET_KINDS
+from chat.selectors import chat_logs_with_citation_counts
+from citations.summary import MALFORMED, UNTYPED, classify_citation
+from citations.turn import parse_uuid
 
 #: Columns the log changelist never loads: the JSON and the long texts. The
-#: list shows counts from the summary columns and a short head of the question.
-LIST_DEFERRED_FIELDS = ("citations", "inline_citations", "response", "user_message", "sources", "account_ids", "target_kinds")
+#: list shows counts the database computes from the JSON and a short head of the question.
+LIST_DEFERRED_FIELDS = ("citations", "inline_citations", "response", "user_message")
 QUESTION_PREVIEW_LENGTH = 80
+#: The query-string filters of the log list: the list filters' parameters and
+#: the session page's link (`?session__exact=<id>`).
+URL_LOOKUPS = frozenset(
+    {
+        "target_kind",
+        "prompt_version",
+        "prompt_version__exact",
+        "created_at__gte",
+        "created_at__lt",
+        "created_at__isnull",
+        "session__exact",
+        "session",
+    }
+)
 
 
 def _as_uuid(term: str) -> uuid.UUID | None:
@@ -64,42 +81,66 @@ class _ReadOnlyAdmin(admin.ModelAdmin):
 
 class TargetKindFilter(admin.SimpleListFilter):
     """Logs with at least one citation (summary or inline) of a target kind,
-    or with an untyped or a malformed one.
+    or with an untyped or a malformed one (`classify_citation`'s states).
 
-    Reads `ChatLog.target_kinds` ("|account|untyped|"): a `LIKE '%|kind|%'`
-    over a short plain column. JSON containment (`citations__contains`) does
-    not exist on SQLite, and a JSON path lookup cannot say "any element".
-    The delimiters make the match whole (`account` never matches
-    `accounts`); SQLite's LIKE ignoring case does not matter here since every
-    member is a fixed lower-case word written by `summarize_citations`.
+    Asked of the JSON itself (`HasCitationState`: jsonpath `@?` over a GIN
+    index on PostgreSQL, `json_each` on SQLite), so it holds for any row.
     """
 
     title = "target kind"
     parameter_name = "target_kind"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [(kind, kind) for kind in (*TARGET_KINDS, UNTYPED, MALFORMED)]
+        return [(state, state) for state in STATES]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         value = self.value()
         if value is None:
             return queryset
-        if value not in (*TARGET_KINDS, UNTYPED, MALFORMED):
+        if value not in STATES:
             return queryset.none()
-        return queryset.filter(target_kinds__contains=delimited_member(value))
+        return queryset.filter(HasCitationState(value))
+
+
+class CappedCountPaginator(Paginator):
+    """A paginator that counts at most `cap` + 1 rows (`count` is then `cap` + 1 and `capped` True).
+
+    The changelist counts the filtered rows on every page view. On a large
+    table a filter that keeps many rows (`?target_kind=account`) would test
+    the JSON of every one of them just to print a total; counting stops at
+    the first `cap` + 1 instead, and the page says "more than 1000".
+    """
+
+    cap = 1000
+
+    @cached_property
+    def count(self) -> int:
+        # Only the primary keys, unordered: the list's annotations (the
+        # counts) are not computed for the counted rows, and PostgreSQL may
+        # stop at the first rows it meets.
+        rows: QuerySet = self.object_list  # type: ignore[assignment]  # the changelist passes a QuerySet
+        return rows.order_by().values("pk")[: self.cap + 1].count()
+
+    @property
+    def capped(self) -> bool:
+        """True when there are more rows than `cap`."""
+        return self.count > self.cap
 
 
 class ChatLogChangeList(ChangeList):
-    """The log list: JSON and long text columns deferred, only a head of the question read."""
+    """The log list: JSON and long text columns deferred, only a head of the
+    question read, counts computed by the database over `citations`."""
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
         queryset = super().get_queryset(request, exclude_parameters)
-        return queryset.annotate(question_head=Substr("user_message", 1, QUESTION_PREVIEW_LENGTH + 1)).defer(*LIST_DEFERRED_FIELDS)
+        queryset = queryset.annotate(question_head=Substr("user_message", 1, QUESTION_PREVIEW_LENGTH + 1))
+        return chat_logs_with_citation_counts(queryset).defer(*LIST_DEFERRED_FIELDS)
 
 
 @admin.register(ChatLog)
 class ChatLogAdmin(_ReadOnlyAdmin):
-    """Read-only turns: counts, kind/date/prompt filters and search from the summary columns; a detail page with citation tables."""
+    """Read-only turns: counts, kind/date/prompt filters and search computed
+    from the JSON; a detail page with citation tables."""
 
     list_display = (
         "created_at",
@@ -117,6 +158,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     list_per_page = 100
     list_max_show_all = 200
     show_full_result_count = False
+    paginator = CappedCountPaginator
     ordering = ("-created_at", "-id")
     # A date filter rather than `date_hierarchy`: the hierarchy runs a MIN/MAX
     # and a DISTINCT over the dates of every matching row on each page view;
@@ -124,7 +166,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     # ?created_at__gte=2026-11-01&created_at__lt=2026-11-08.
     list_filter = ("prompt_version", TargetKindFilter, ("created_at", admin.DateFieldListFilter))
     # The search itself is `get_search_results`; this only turns the box on.
-    search_fields = ("sources",)
+    search_fields = ("user_message",)
     search_help_text = (
         "Each word must match: a source substring (any case), or exactly an account id, "
         "a log or session id, or a username."
@@ -132,14 +174,14 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     actions = ("recompute_targets",)
     fieldsets = (
         (None, {"fields": ("id", "session_link", "user", "prompt_version", "model", "created_at")}),
-        ("Counts (summary column)", {"fields": (("citation_count", "typed_count", "untyped_count", "malformed_count"),)}),
+        ("Counts (over citations)", {"fields": ("counts",)}),
         ("Turn", {"fields": ("user_message", "answer")}),
         ("Citations", {"fields": ("citations_table",)}),
         ("Inline citations", {"fields": ("inline_citations_table",)}),
         ("Raw JSON", {"fields": ("citations_json", "inline_citations_json")}),
-        ("Search keys (summary columns)", {"classes": ("collapse",), "fields": ("target_kinds", "account_ids", "sources")}),
     )
     readonly_fields = (
+        "counts",
         "session_link",
         "answer",
         "citations_table",
@@ -155,23 +197,32 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return ChatLogChangeList
 
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        # Django allows any lookup on a local field from the URL, and some of
+        # those fail only when the query runs (a 500): `?user_message__regex=(`,
+        # `?citations__contains=x` on SQLite. Only the parameters our own
+        # filters and links write are allowed; anything else is Django's
+        # disallowed-lookup answer (400). Bad values of allowed ones
+        # (`?created_at__gte=yesterday`) get Django's `?e=1` redirect.
+        return lookup in URL_LOOKUPS
+
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         """Every whitespace-separated word must match one of:
 
-        - a source substring, any case (`sources` holds the distinct sources,
-          one a line; `icontains` is LIKE on SQLite, UPPER() LIKE UPPER() on
-          PostgreSQL);
-        - exactly one of the row's account ids. Not `account_ids__contains`:
-          SQLite's LIKE ignores ASCII case and account ids are case-sensitive.
-          `StrIndex` is `instr()` on SQLite and `strpos()` on PostgreSQL, both
-          exact, and the delimiters ("|id|") make it a whole-member match;
+        - a source substring, any case, non-ASCII included (`SourceContains`);
+        - exactly one of the account ids a readable `account`/`accounts`
+          target names, case-sensitive (`NamesAccount`);
         - exactly the log's id or its session's id (a UUID), or the owner's
           username.
+
+        All from the JSON itself, both columns. The username is a scalar
+        subquery, not a JOIN, so that PostgreSQL can answer the OR with
+        one index per arm (BitmapOr).
         """
+        users = get_user_model().objects
         for word in search_term.split():
-            matches = Q(sources__icontains=word) | Q(user__username=word)
-            if DELIMITER not in word:
-                matches |= GreaterThan(StrIndex("account_ids", Value(delimited_member(word))), 0)
+            owner = Subquery(users.filter(**{get_user_model().USERNAME_FIELD: word}).values("pk")[:1])
+            matches = Q(SourceContains(word)) | Q(NamesAccount(word)) | Q(user_id=owner)
             as_uuid = _as_uuid(word)
             if as_uuid is not None:
                 matches |= Q(pk=as_uuid) | Q(session_id=as_uuid)
@@ -180,16 +231,20 @@ class ChatLogAdmin(_ReadOnlyAdmin):
 
     # -- list columns ------------------------------------------------------
 
-    def action_checkbox(self, log: ChatLog) -> str:
+    def action_checkbox(self, log: ChatLog) -> str:  # type: ignore[override]
         # Django labels each checkbox with `str(log)`, which reads
         # `user_message`: a deferred column, so one query per row. Same label,
-        # from the question head the list already loaded.
+        # from the question head the list already loaded. The HTML is the
+        # one Django's CheckboxInput renders, written with format_html:
+        # rendering the widget's template per row cost about half of a
+        # 100-row page (bench/admin.py).
         label = f"{log.created_at:%Y-%m-%d %H:%M} {self._question_head(log)[:60]}"
-        checkbox = forms.CheckboxInput(
-            {"class": "action-select", "aria-label": format_html("Select this object for an action - {}", label)},
-            lambda value: False,
+        return format_html(
+            '<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
+            helpers.ACTION_CHECKBOX_NAME,
+            str(log.pk),
+            f"Select this object for an action - {label}",
         )
-        return checkbox.render(helpers.ACTION_CHECKBOX_NAME, str(log.pk))
 
     @staticmethod
     def _question_head(log: ChatLog) -> str:
@@ -202,23 +257,23 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         head = self._question_head(log)
         return head[:QUESTION_PREVIEW_LENGTH] + ("…" if len(head) > QUESTION_PREVIEW_LENGTH else "")
 
-    # Counts from the summary columns (`summarize_citations`, over `citations`):
-    # no JSON is read for the list.
-    @admin.display(description="citations", ordering="citation_count")
+    # Counts over `citations` (the turn's summary list), computed by the
+    # database in `ChatLogChangeList.get_queryset`: no JSON is loaded.
+    @admin.display(description="citations", ordering="citation_total")
     def citations_column(self, log: ChatLog) -> int:
-        return log.citation_count
+        return log.citation_total  # type: ignore[attr-defined]
 
-    @admin.display(description="typed", ordering="typed_count")
+    @admin.display(description="typed", ordering="typed_total")
     def typed_column(self, log: ChatLog) -> int:
-        return log.typed_count
+        return log.typed_total  # type: ignore[attr-defined]
 
-    @admin.display(description="untyped", ordering="untyped_count")
+    @admin.display(description="untyped", ordering="untyped_total")
     def untyped_column(self, log: ChatLog) -> int:
-        return log.untyped_count
+        return log.untyped_total  # type: ignore[attr-defined]
 
-    @admin.display(description="malformed", ordering="malformed_count")
+    @admin.display(description="malformed", ordering="malformed_total")
     def malformed_column(self, log: ChatLog) -> int:
-        return log.malformed_count
+        return log.malformed_total  # type: ignore[attr-defined]
 
     @admin.display(description="session", ordering="session__title")
     def session_link(self, log: ChatLog) -> str:
@@ -226,6 +281,19 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         return format_html('<a href="{}">{}</a>', url, str(log.session))
 
     # -- detail page (read-only fields) -------------------------------------
+
+    @admin.display(description="counts")
+    def counts(self, log: ChatLog) -> str:
+        # The detail page has the JSON loaded: the same states, in Python.
+        states = [classify_citation(entry)[0] for entry in log.citations] if isinstance(log.citations, list) else []
+        untyped, malformed = states.count(UNTYPED), states.count(MALFORMED)
+        return format_html(
+            "{} citations: {} typed, {} untyped, {} malformed",
+            len(states),
+            len(states) - untyped - malformed,
+            untyped,
+            malformed,
+        )
 
     @admin.display(description="answer")
     def answer(self, log: ChatLog) -> str:
@@ -255,20 +323,22 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         # look but not rewrite.
         return request.user.has_perm("chat.change_chatlog")
 
-    def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:
+    def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:  # type: ignore[override]
         # Django filters `pk__in=<posted ids>`, which raises on a forged id that
         # is not a UUID (a 500): keep only the ids that can be ours.
         selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
         valid = [value for value in selected if parse_uuid(value) is not None]
         if len(valid) != len(selected):
-            request.POST = request.POST.copy()
-            request.POST.setlist(helpers.ACTION_CHECKBOX_NAME, valid)
+            request.POST = request.POST.copy()  # type: ignore[assignment]
+            request.POST.setlist(  # type: ignore[misc]
+                helpers.ACTION_CHECKBOX_NAME, valid
+            )
         return super().response_action(request, queryset)
 
     @admin.action(description="Recompute targets from sources", permissions=["recompute"])
     def recompute_targets(self, request: HttpRequest, queryset: QuerySet) -> None:
         """docs/backfill.md on the selected rows: citations that already have a
-        target are never touched; summary columns are rewritten with the JSON."""
+        target are never touched; only the two JSON columns are written."""
         selected = list(queryset.values_list("pk", flat=True))
         report = backfill_rows(model=ChatLog, ids=selected)
         skipped = (
@@ -278,7 +348,9 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         )
         if report.typed_total == 0:
             self.message_user(
-                request, f"No citation could be typed from its source in the {len(selected)} selected log(s).{skipped}", messages.INFO
+                request,
+                f"No citation could be typed from its source in the {len(selected)} selected log(s).{skipped}",
+                messages.INFO,
             )
             return
         self.message_user(

@@ -1,4 +1,16 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
+
+
+def _register_sqlite_functions(sender: Any, connection: Any, **kwargs: Any) -> None:
+    # SQLite's lower()/LIKE fold ASCII only; the admin's source search
+    # (`chat.citation_queries.SourceContains`) must find "impôt" from "IMPÔT".
+    if connection.vendor == "sqlite":
+        connection.connection.create_function(
+            "silvia_lower", 1, lambda text: text.lower() if isinstance(text, str) else text, deterministic=True
+        )
 
 
 class ChatConfig(AppConfig):
@@ -7,3 +19,6 @@ class ChatConfig(AppConfig):
     name = "chat"
     verbose_name = "Chat logs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        connection_created.connect(_register_sqlite_functions, dispatch_uid="chat.sqlite_functions")

@@ -22,8 +22,8 @@ One batch, at most `batch_size` rows in primary-key order after the last one:
    between the scan and the lock is therefore never overwritten with stale
    JSON; one that holds the row makes the batch wait for it.
 
-The only columns written are `citations`, `inline_citations` and their
-summary columns (`chat.services.citation_summary_fields`). Within the JSON,
+The only columns written are `citations` and `inline_citations` (the admin
+computes its counts and filters from them, issue 12). Within the JSON,
 an entry that gets a target keeps every key and value, in order, with
 `"target"` appended last (PostgreSQL's jsonb keeps its own key order);
 entries that get none are written back as read.
@@ -52,7 +52,6 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Model
 
-from chat.services import citation_summary_fields
 from citations.backfill import CitationListBackfill, backfill_citation_list
 
 __all__ = [
@@ -135,8 +134,7 @@ def backfill_citation_targets(
     `model`'s table (docs/backfill.md), in primary-key batches.
 
     `model` is `chat.models.ChatLog` or the migration's historical model: any
-    model with a UUID primary key, the two JSON fields and the summary fields
-    of `citation_summary_fields`. Rows are visited in primary-key order,
+    model with a UUID primary key and the two JSON fields. Rows are visited in primary-key order,
     starting after `after` (a UUID or its text) when given. `dry_run` reads
     and counts but locks and writes nothing. `max_batches` stops after that
     many batches (`report.finished` is then False unless the table ended).
@@ -292,12 +290,7 @@ class _Table:
         self.connection = connections[alias]
         self.pk = model._meta.pk
         self.json_fields = {name: model._meta.get_field(name) for name in JSON_FIELDS}
-        # Summary columns come from `citation_summary_fields`; keep only the
-        # ones this (possibly historical) model has.
-        summary_names = list(citation_summary_fields([], []))
-        names = {f.name for f in model._meta.concrete_fields}
-        self.summary_fields = [model._meta.get_field(name) for name in summary_names if name in names]
-        self.written = [self.pk, *self.json_fields.values(), *self.summary_fields]
+        self.written = [self.pk, *self.json_fields.values()]
         qn = self.connection.ops.quote_name
         self.table = qn(model._meta.db_table)
         self.pk_column = qn(self.pk.column)
@@ -371,15 +364,14 @@ class _Table:
         return sorted(rows, key=lambda row: row[0])
 
     def write(self, plans: list[tuple[Any, _RowPlan]]) -> None:
-        """Write the JSON and summary columns of these rows; nothing else."""
+        """Write the two JSON columns of these rows; nothing else."""
         if not plans:
             return
         rows = []
         for row_id, plan in plans:
             citations = plan.citations.value  # type: ignore[union-attr]
             inline_citations = plan.inline_citations.value  # type: ignore[union-attr]
-            summary = citation_summary_fields(citations, inline_citations)
-            rows.append((row_id, citations, inline_citations, *(summary[f.name] for f in self.summary_fields)))
+            rows.append((row_id, citations, inline_citations))
         if self.is_postgresql:
             self._write_postgresql(rows)
         else:

@@ -4,11 +4,14 @@
 `chat.services` (no logic in `save()` or signals): the service layer computes
 the citations' targets and keeps every column consistent.
 """
+
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from chat.json_array_check import JsonTypeIsArray
 
 
 class PromptVersion(models.TextChoices):
@@ -29,8 +32,8 @@ class ChatSession(models.Model):
 
     class Meta:
         db_table = "chat_sessions"
-        ordering = ["-updated_at", "-created_at"]
-        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated")]
+        ordering = ["-updated_at", "-created_at"]  # noqa: RUF012
+        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return self.title or str(self.id)
@@ -39,9 +42,10 @@ class ChatSession(models.Model):
 class ChatLog(models.Model):
     """One turn (docs/turns.md): the user message, the answer and its citations.
 
-    `citations` and `inline_citations` are JSON lists exactly as the service
-    computed them; readers parse targets with `parse_citation_target` and
-    never rewrite them.
+    `citations` and `inline_citations` are JSON arrays (check constraints)
+    exactly as the writer stored them; readers parse targets with
+    `parse_citation_target` and never rewrite them. Admin counts and filters
+    are computed from them (`chat.citation_queries`), never stored beside them.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -55,28 +59,22 @@ class ChatLog(models.Model):
     model = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
-    # Summary of the JSON columns (`citations.summary.summarize_citations`),
-    # written by the service layer and the backfill whenever they write the
-    # JSON. The admin lists counts without loading the JSON and filters and
-    # searches with plain string lookups: JSON containment (`__contains`) does
-    # not exist on SQLite, and a LIKE over a short delimited column is cheap
-    # next to decoding every row's JSON. Those LIKE scans read narrow columns,
-    # not the JSON; a trigram index (pg_trgm) would make them index scans on
-    # PostgreSQL if staff filters ever become slow.
-    citation_count = models.PositiveIntegerField(default=0)
-    typed_count = models.PositiveIntegerField(default=0)
-    untyped_count = models.PositiveIntegerField(default=0)
-    malformed_count = models.PositiveIntegerField(default=0)
-    target_kinds = models.CharField(max_length=200, blank=True, default="", help_text='e.g. "|account|untyped|"')
-    account_ids = models.TextField(blank=True, default="", help_text='e.g. "|FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U|"')
-    sources = models.TextField(blank=True, default="", help_text="distinct sources, one per line")
-
     class Meta:
         db_table = "ai_chat_logs"
-        ordering = ["created_at", "id"]
-        indexes = [
+        ordering = ["created_at", "id"]  # noqa: RUF012
+        indexes = [  # noqa: RUF012
             models.Index(fields=["session", "created_at"], name="ai_chat_logs_session_created"),
             models.Index(fields=["created_at"], name="ai_chat_logs_created"),
+        ]
+        # Readers (the API, the admin's JSON queries) rely on both columns
+        # being arrays; a double-encoded string is refused at the door. The
+        # GIN and trigram indexes the admin reads through are PostgreSQL-only
+        # and live in migration 0003, not here.
+        constraints = [  # noqa: RUF012
+            models.CheckConstraint(condition=JsonTypeIsArray("citations"), name="ai_chat_logs_citations_is_array"),
+            models.CheckConstraint(
+                condition=JsonTypeIsArray("inline_citations"), name="ai_chat_logs_inline_citations_is_array"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,14 +1,16 @@
 """Reads, always scoped to the caller (docs/privacy.md: another user's session
 is indistinguishable from a missing one)."""
+
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, JSONField, QuerySet, TextField
+from django.db.models import Count, F, JSONField, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
 from citations.turn import parse_uuid
 
@@ -49,3 +51,18 @@ def session_message_rows(*, session: ChatSession, fields: Sequence[str]) -> Quer
         Cast(name, TextField()) if isinstance(ChatLog._meta.get_field(name), JSONField) else name for name in fields
     ]
     return ChatLog.objects.filter(session=session).order_by("created_at", "id").values_list(*columns)
+
+
+def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLog]:
+    """`queryset` (default: every log) annotated with counts over `citations`, computed by the database.
+
+    `citation_total` (entries), `typed_total`, `untyped_total` and
+    `malformed_total` (`citations.summary.classify_citation`'s states; they
+    add up to `citation_total`). Staff-only: no user scoping here.
+    """
+    queryset = ChatLog.objects.all() if queryset is None else queryset
+    return queryset.annotate(
+        citation_total=CitationCount("citations"),
+        typed_total=CitationCount("citations", "typed"),
+        untyped_total=CitationCount("citations", "untyped"),
+    ).annotate(malformed_total=F("citation_total") - F("typed_total") - F("untyped_total"))

@@ -7,7 +7,7 @@ domain (`citations.turn.assemble_turn`) and writes the session and the
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -16,10 +16,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chat.models import ChatLog, ChatSession
-from citations.summary import summarize_citations
 from citations.turn import TurnRecordError, assemble_turn, parse_turn_record
 
-__all__ = ["SavedTurn", "TurnRecordError", "citation_summary_fields", "record_turn", "save_turn"]
+__all__ = ["SavedTurn", "TurnRecordError", "record_turn", "save_turn"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +79,6 @@ def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn
                 prompt_version=turn.prompt_version,
                 model=assembled.model,
                 created_at=created_at,
-                **citation_summary_fields(assembled.citations, assembled.inline_citations),
             )
     except IntegrityError:
         # Another writer stored the same turn id between our check and insert.
@@ -91,17 +89,6 @@ def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn
 
     logger.debug("recorded turn %s in session %s (%d citations)", log.id, session.id, len(assembled.inline_citations))
     return SavedTurn(log, created=True)
-
-
-def citation_summary_fields(citations: Any, inline_citations: Any) -> dict[str, Any]:
-    """The `ChatLog` summary columns for these JSON values, as model field names.
-
-    Every writer of `citations`/`inline_citations` (the service, the backfill)
-    writes these with them so the admin's filters never go stale.
-    """
-    summary = summarize_citations(citations, inline_citations)
-    # Field by field: `dataclasses.asdict` deep-copies, a cost the backfill pays per row.
-    return {field.name: getattr(summary, field.name) for field in fields(summary)}
 
 
 def record_turn(record: Any, user: AbstractBaseUser | None = None) -> ChatLog:

@@ -7,7 +7,6 @@ import factory
 from django.contrib.auth import get_user_model
 
 from chat.models import ChatLog, ChatSession
-from chat.services import citation_summary_fields
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -48,8 +47,3 @@ class ChatLogFactory(factory.django.DjangoModelFactory):
     model = "claude-sonnet-4-5-20250929"
     created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=n))
 
-    @classmethod
-    def _create(cls, model_class, *args, **kwargs):
-        # Keep the summary columns true to the JSON, as the service layer does.
-        kwargs.update(citation_summary_fields(kwargs.get("citations"), kwargs.get("inline_citations")))
-        return super()._create(model_class, *args, **kwargs)

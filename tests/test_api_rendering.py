@@ -50,8 +50,9 @@ def _serializer_body(session) -> bytes:
 def test_odd_stored_values_come_back_as_the_serializer_gave_them(token_client, maya):
     session = ChatSessionFactory(user=maya, title="Taxes 🧾 \u2028 2026")
     ChatLogFactory(session=session, citations=ODD_CITATIONS, inline_citations=[{"legacy": True, "start": 0, "end": 1}])
-    # Stored values that are not lists, as old or damaged rows may hold.
-    ChatLogFactory(session=session, citations='[{"source": "silvia://analysis"}]', inline_citations={"kind": "odd"})
+    # Odd entries, as old or damaged rows may hold (a column that is not a
+    # list at all is refused by the check constraints of migration 0003).
+    ChatLogFactory(session=session, citations=['[{"source": "silvia://analysis"}]'], inline_citations=[{"kind": "odd"}, None, 7])
     ChatLogFactory(
         session=session,
         user_message="line\u2028separator\u2029paragraph",

@@ -19,13 +19,12 @@ from hypothesis import strategies as st
 from chat import backfill as backfill_module
 from chat.backfill import BackfillReport, MalformedRow, backfill_citation_targets
 from chat.models import ChatLog
-from chat.services import citation_summary_fields
+from chat.selectors import chat_logs_with_citation_counts
 from citations.backfill import backfill_citation_list
 from tests.cases import case_ids, load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
 CASES = load_cases("backfill.json")
-SUMMARY_FIELDS = list(citation_summary_fields([], []))
 on_postgresql = pytest.mark.skipif(
     connection.vendor != "postgresql",
     reason="row locks and a second connection need PostgreSQL (SQLite locks the whole database; set DATABASE_URL)",
@@ -57,8 +56,14 @@ def _set_raw(log_id, column: str, json_text: str) -> None:
         )
 
 
-def _summary(log: ChatLog) -> dict:
-    return {name: getattr(log, name) for name in SUMMARY_FIELDS}
+def _counts(log_id) -> tuple[int, int, int, int]:
+    """(citations, typed, untyped, malformed) as the admin computes them from the stored JSON."""
+    row = chat_logs_with_citation_counts().get(pk=log_id)
+    return (row.citation_total, row.typed_total, row.untyped_total, row.malformed_total)
+
+
+def _typed(log_id) -> int:
+    return _counts(log_id)[1]
 
 
 def _run(**kwargs) -> BackfillReport:
@@ -130,7 +135,7 @@ def test_case_through_the_database(case):
     if connection.vendor == "sqlite":  # jsonb keeps its own key order
         assert list(json.loads(_stored_text(log.id))[0]) == expected_keys
     assert report.rows_changed == 1
-    assert _summary(log) == citation_summary_fields(log.citations, log.inline_citations)
+    assert _counts(log.pk)[:2] == (1, 1)  # the admin's count sees the new target
 
 
 # --- a mixed table, by hand ---------------------------------------------------
@@ -161,7 +166,7 @@ def test_mixed_table_ends_exactly_as_expected():
         citations=[{"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "target": {"kind": "tax_reference", "url": None}}],
         inline_citations=[{"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "start": 0, "end": 1}],
     )
-    malformed = ChatLogFactory(id=_id(5), session=session, citations={"source": "silvia://analysis"}, inline_citations=[{"source": "silvia://analysis"}])
+    malformed = ChatLogFactory(id=_id(5), session=session, citations=[{"source": "silvia://analysis"}, 5], inline_citations=[{"source": "silvia://analysis"}])
     untouched = {log.id: {c: _stored_text(log.id, c) for c in ("citations", "inline_citations")} for log in (typed, web_only, malformed)}
 
     report = _run(batch_size=2)
@@ -177,32 +182,16 @@ def test_mixed_table_ends_exactly_as_expected():
         {"source": "silvia://market-data/finnhub/aapl", "title": None, "cited_text": "up 2%", "start": 5, "end": 9, "target": {"kind": "market_data", "ticker": "AAPL"}},
         {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 10, "end": 14, "target": {"kind": "nonsense"}},
     ]
-    assert _summary(old) == {
-        "citation_count": 3,
-        "typed_count": 2,
-        "untyped_count": 1,
-        "malformed_count": 0,
-        "target_kinds": "|malformed|market_data|portfolio|untyped|",
-        "account_ids": "",
-        "sources": "silvia://your-portfolio\nsilvia://your-account/checking\nsilvia://market-data/finnhub/aapl",
-    }
+    assert _counts(old.pk) == (3, 2, 1, 0)
     half.refresh_from_db()
     assert half.citations == [{"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "target": {"kind": "tax_reference", "url": None}}]
     assert half.inline_citations == [
         {"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "start": 0, "end": 1, "target": {"kind": "tax_reference", "url": None}}
     ]
-    assert _summary(half) == {
-        "citation_count": 1,
-        "typed_count": 1,
-        "untyped_count": 0,
-        "malformed_count": 0,
-        "target_kinds": "|tax_reference|",
-        "account_ids": "",
-        "sources": "silvia://tax-authority/irs/p17.md",
-    }
+    assert _counts(half.pk) == (1, 1, 0, 0)
     for log_id, columns in untouched.items():
         assert {c: _stored_text(log_id, c) for c in columns} == columns
-    # Nothing but the JSON and its summary moved.
+    # Nothing but the JSON moved.
     for log in (old, half):
         fresh = ChatLog.objects.get(pk=log.pk)
         assert (fresh.user_message, fresh.response, fresh.model, fresh.created_at, fresh.session_id) == (
@@ -217,19 +206,18 @@ def test_mixed_table_ends_exactly_as_expected():
     assert report.typed == Counter({"portfolio": 2, "market_data": 2, "tax_reference": 1})
     # already typed: old's nonsense target, typed's 2 entries, half's citation
     assert (report.already_typed, report.left_untyped) == (4, 5)
-    assert report.malformed == [MalformedRow(str(_id(5)), "citations is an object")]
+    assert report.malformed == [MalformedRow(str(_id(5)), "citations holds a non-object")]
     assert report.last_id == str(_id(5))
 
 
 @pytest.mark.django_db
-def test_summary_columns_are_rewritten_with_the_json():
+def test_admin_counts_follow_the_json_the_backfill_writes():
     log = _old(1, "silvia://analysis", "silvia://your-account/x")
-    assert (log.typed_count, log.untyped_count) == (0, 2)
+    assert _counts(log.pk) == (2, 0, 2, 0)
 
     _run()
 
-    log.refresh_from_db()
-    assert (log.citation_count, log.typed_count, log.untyped_count, log.target_kinds) == (2, 1, 1, "|analysis|untyped|")
+    assert _counts(log.pk) == (2, 1, 1, 0)
 
 
 # --- bad rows -------------------------------------------------------------------
@@ -238,12 +226,14 @@ def test_summary_columns_are_rewritten_with_the_json():
 @pytest.mark.django_db
 def test_malformed_rows_are_reported_and_untouched():
     rows = {
-        _id(1): ("citations", "null", "citations is null"),
-        _id(2): ("citations", '{"source": "silvia://analysis"}', "citations is an object"),
-        _id(3): ("citations", json.dumps(json.dumps([{"source": "silvia://analysis"}])), "citations is a string (double-encoded JSON?)"),
+        # Only lists: the check constraints refuse a column that is not an
+        # array (tests/test_admin_queries.py).
+        _id(1): ("citations", "[null]", "citations holds a non-object"),
+        _id(2): ("citations", '[[{"source": "silvia://analysis"}]]', "citations holds a non-object"),
+        _id(3): ("citations", json.dumps([json.dumps({"source": "silvia://analysis"})]), "citations holds a non-object"),
         _id(4): ("citations", '[{"source": "silvia://analysis"}, 7]', "citations holds a non-object"),
         # The other column typeable: the row is still skipped whole.
-        _id(5): ("inline_citations", '"[]"', "inline_citations is a string (double-encoded JSON?)"),
+        _id(5): ("inline_citations", '["[]"]', "inline_citations holds a non-object"),
     }
     for n, (log_id, (column, text, _)) in enumerate(rows.items(), start=1):
         _old(n, "silvia://analysis")
@@ -270,12 +260,12 @@ def test_a_run_stopped_after_one_batch_is_finished_by_the_next():
 
     first = _run(batch_size=2, max_batches=1)
     assert (first.rows_scanned, first.rows_changed, first.finished, first.last_id) == (2, 2, False, str(_id(2)))
-    assert ChatLog.objects.filter(typed_count=1).count() == 2
+    assert chat_logs_with_citation_counts().filter(typed_total=1).count() == 2
 
     second = _run(batch_size=2)
     assert (second.rows_scanned, second.rows_changed, second.finished) == (5, 3, True)
     assert second.already_typed == 4 and second.typed == Counter({"analysis": 6})
-    assert ChatLog.objects.filter(typed_count=1).count() == 5
+    assert chat_logs_with_citation_counts().filter(typed_total=1).count() == 5
 
 
 @pytest.mark.django_db
@@ -293,10 +283,10 @@ def test_a_run_killed_from_its_progress_callback_resumes_after_the_last_id():
 
     # The batch before the callback committed; the rows after it were not touched.
     assert seen == [str(_id(3))]
-    assert [log.typed_count for log in ChatLog.objects.order_by("id")] == [1, 1, 1, 0, 0]
+    assert [log.typed_total for log in chat_logs_with_citation_counts().order_by("id")] == [1, 1, 1, 0, 0]
     resumed = _run(batch_size=3, after=seen[0])
     assert (resumed.rows_scanned, resumed.rows_changed, resumed.finished) == (2, 2, True)
-    assert [log.typed_count for log in ChatLog.objects.order_by("id")] == [1, 1, 1, 1, 1]
+    assert [log.typed_total for log in chat_logs_with_citation_counts().order_by("id")] == [1, 1, 1, 1, 1]
 
 
 @pytest.mark.django_db
@@ -331,7 +321,7 @@ def test_after_starts_after_that_id_and_is_validated():
     report = _run(after=_id(2))
 
     assert (report.rows_scanned, report.rows_changed) == (1, 1)
-    assert ChatLog.objects.get(pk=_id(1)).typed_count == 0
+    assert _typed(_id(1)) == 0
     with pytest.raises(ValueError, match="not a UUID"):
         _run(after="nope")
     with pytest.raises(ValueError, match="batch_size"):
@@ -398,7 +388,7 @@ def test_a_row_deleted_between_scan_and_lock_is_not_counted(monkeypatch):
     report = _run()
 
     assert (report.rows_scanned, report.rows_changed) == (2, 1)
-    assert ChatLog.objects.get(pk=_id(2)).typed_count == 1
+    assert _typed(_id(2)) == 1
 
 
 def _other_connection():

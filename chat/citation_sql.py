@@ -1,0 +1,165 @@
+"""The citation states of `citations.summary.classify_citation`, as SQL for each database.
+
+One table of rules (`_RULES`, SPEC section 2, the same as
+`parse_citation_target`) gives two spellings: a PostgreSQL jsonpath in lax
+mode, with a `.type()` guard at every level so that lax mode never unwraps
+an array nor compares across types (a GIN `jsonb_path_ops` index answers
+`@?` with these paths), and a SQLite JSON1 condition over one `json_each`
+element. `chat.citation_queries` wraps them in Django expressions; tests
+tie both to `classify_citation` over random rows.
+
+A jsonpath `@` is a citation entry; a SQLite `{v}` is the entry's JSON text
+(`json_each.value`, only ever read when `json_each.type` is 'object').
+SQLite comparisons use `IS` (null-safe: `json_type` of a missing key is
+NULL) so that the `NOT` of the malformed state never meets a NULL.
+"""
+
+# SQL below is built from constant fragments and compiled column names only;
+# every value (a term, an id, a jsonpath) travels as a parameter.
+# ruff: noqa: S608
+from __future__ import annotations
+
+import json
+
+from citations.targets import TARGET_KINDS
+
+_LIBRARY = ("tax_reference", "card_document", "mortgage_reference")
+
+
+def _jp_nonempty(path: str) -> str:
+    return f'({path}.type() == "string" && {path} != "")'
+
+
+def _jp_kind_fields(kind: str, t: str) -> str:
+    """What a target `t` of `kind` must hold besides its kind (jsonpath)."""
+    if kind in ("analysis", "portfolio"):
+        return ""
+    if kind == "web":
+        return _jp_nonempty(f"{t}.url")
+    if kind in _LIBRARY:
+        return f'({t}.url.type() == "null" || {_jp_nonempty(t + ".url")})'
+    if kind == "market_data":
+        return _jp_nonempty(f"{t}.ticker")
+    if kind == "account":
+        return _jp_nonempty(f"{t}.accountId")
+    if kind == "accounts":
+        # Every ref an object first (`.type()` never unwraps), so that the
+        # filter below, which would unwrap an array ref, sees objects only.
+        all_objects = f'!({t}.accounts[*].type() != "object")'
+        bad_id = f"!exists({t}.accounts[*] ? (!{_jp_nonempty('@.accountId')}))"
+        return f'({t}.accounts.type() == "array" && {t}.accounts.size() > 0 && {all_objects} && {bad_id})'
+    raise ValueError(f"unknown target kind {kind!r}")
+
+
+def _jp_valid(t: str, kinds: tuple[str, ...]) -> str:
+    """A target `t` that `parse_citation_target` reads, of one of `kinds` (jsonpath)."""
+    arms = []
+    for kind in kinds:
+        fields = _jp_kind_fields(kind, t)
+        arms.append(f'{t}.kind == "{kind}"' + (f" && {fields}" if fields else ""))
+    return f'({t}.type() == "object" && {t}.kind.type() == "string" && ({" || ".join(arms)}))'
+
+
+def jsonpath_entry(state: str) -> str:
+    """The jsonpath filter of one entry `@` in `state`: a target kind, `typed`, `untyped` or `malformed`."""
+    if state == "untyped":
+        return '@.type() == "object" && !exists(@.target)'
+    if state == "malformed":
+        return f'@.type() != "object" || (exists(@.target) && !{_jp_valid("@.target", TARGET_KINDS)})'
+    kinds = TARGET_KINDS if state == "typed" else (state,)
+    return f'@.type() == "object" && {_jp_valid("@.target", kinds)}'
+
+
+def jsonpath_any(state: str) -> str:
+    """A jsonpath for `array @? path`: some entry in `state`, as a GIN-indexable prefilter.
+
+    A superset only: lax mode unwraps an entry that is itself an array, so a
+    nested entry may match. `postgresql_entry_sql` gives the exact test.
+    """
+    return f"$[*] ? ({jsonpath_entry(state)})"
+
+
+def jsonpath_account_entry(account_id: str) -> str:
+    """The jsonpath filter of one entry `@` whose readable `account`/`accounts` target names `account_id` exactly.
+
+    The id is a jsonpath string literal (JSON escaping is valid jsonpath), so
+    the whole path is one constant a GIN index can answer.
+    """
+    literal = json.dumps(account_id)
+    one = f"{_jp_valid('@.target', ('account',))} && @.target.accountId == {literal}"
+    several = f"{_jp_valid('@.target', ('accounts',))} && exists(@.target.accounts[*] ? (@.accountId == {literal}))"
+    return f'@.type() == "object" && (({one}) || ({several}))'
+
+
+def postgresql_entry_sql(element: str, entry_filter: str) -> tuple[str, str]:
+    """(SQL, jsonpath parameter): the exact test of one `jsonb_array_elements` value against a jsonpath entry filter.
+
+    The value is tested alone (`$ ? (...)` on an object never unwraps), so a
+    nested array entry is never taken for an entry. The SQL holds one `%s`.
+    """
+    return f"(jsonb_typeof({element}) = 'object' AND {element} @? %s::jsonpath)", f"$ ? ({entry_filter})"
+
+
+def postgresql_malformed_sql(element: str) -> tuple[str, str]:
+    """As `postgresql_entry_sql`, for the malformed state: any entry that is no object, too."""
+    return f"(jsonb_typeof({element}) <> 'object' OR {element} @? %s::jsonpath)", f"$ ? ({jsonpath_entry('malformed')})"
+
+
+# -- SQLite --------------------------------------------------------------------
+
+
+def _sq_nonempty(v: str, path: str) -> str:
+    return f"(json_type({v}, '{path}') IS 'text' AND json_extract({v}, '{path}') <> '')"
+
+
+def _sq_kind_fields(kind: str, v: str) -> str:
+    if kind in ("analysis", "portfolio"):
+        return ""
+    if kind == "web":
+        return _sq_nonempty(v, "$.target.url")
+    if kind in _LIBRARY:
+        return f"(json_type({v}, '$.target.url') IS 'null' OR {_sq_nonempty(v, '$.target.url')})"
+    if kind == "market_data":
+        return _sq_nonempty(v, "$.target.ticker")
+    if kind == "account":
+        return _sq_nonempty(v, "$.target.accountId")
+    if kind == "accounts":
+        # `a.value` is JSON text only for objects: the CASE keeps it from being parsed otherwise.
+        bad_ref = f"NOT CASE WHEN a.type = 'object' THEN {_sq_nonempty('a.value', '$.accountId')} ELSE 0 END"
+        return (
+            f"(json_type({v}, '$.target.accounts') IS 'array' AND json_array_length({v}, '$.target.accounts') > 0"
+            f" AND NOT EXISTS (SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {bad_ref}))"
+        )
+    raise ValueError(f"unknown target kind {kind!r}")
+
+
+def _sq_valid(v: str, kinds: tuple[str, ...]) -> str:
+    arms = []
+    for kind in kinds:
+        fields = _sq_kind_fields(kind, v)
+        arms.append(f"(json_extract({v}, '$.target.kind') = '{kind}'" + (f" AND {fields})" if fields else ")"))
+    guard = f"json_type({v}, '$.target') IS 'object' AND json_type({v}, '$.target.kind') IS 'text'"
+    return f"({guard} AND ({' OR '.join(arms)}))"
+
+
+def sqlite_entry(state: str, e: str = "e") -> str:
+    """SQLite condition on a `json_each` row `e` being an entry in `state` (as `jsonpath_entry`)."""
+    v = f"{e}.value"
+    if state == "untyped":
+        body = f"json_type({v}, '$.target') IS NULL"
+    elif state == "malformed":
+        body = f"json_type({v}, '$.target') IS NOT NULL AND NOT {_sq_valid(v, TARGET_KINDS)}"
+        return f"CASE WHEN {e}.type = 'object' THEN {body} ELSE 1 END"
+    else:
+        body = _sq_valid(v, TARGET_KINDS if state == "typed" else (state,))
+    return f"CASE WHEN {e}.type = 'object' THEN {body} ELSE 0 END"
+
+
+def sqlite_account_id(e: str = "e") -> str:
+    """SQLite condition on `json_each` row `e` naming an account id; takes the id twice as parameters."""
+    v = f"{e}.value"
+    one = f"{_sq_valid(v, ('account',))} AND json_extract({v}, '$.target.accountId') = %s"
+    in_ref = "CASE WHEN a.type = 'object' THEN json_extract(a.value, '$.accountId') = %s ELSE 0 END"
+    refs = f"SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {in_ref}"
+    several = f"{_sq_valid(v, ('accounts',))} AND EXISTS ({refs})"
+    return f"CASE WHEN {e}.type = 'object' THEN (({one}) OR ({several})) ELSE 0 END"
