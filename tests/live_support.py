@@ -145,3 +145,40 @@ class ServerProcess:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+class SSEClient:
+    """A real HTTP client for one SSE response (stdlib `http.client`), read event by event."""
+
+    def __init__(self, base_url: str, method: str, path: str, token: str, body: Any = None,
+                 headers: dict[str, str] | None = None) -> None:
+        import http.client
+        from urllib.parse import urlsplit
+
+        url = urlsplit(base_url)
+        self.conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        payload = json.dumps(body).encode() if body is not None else None
+        all_headers = {"Authorization": f"Token {token}", "Accept": "text/event-stream", **(headers or {})}
+        if payload is not None:
+            all_headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=payload, headers=all_headers)
+        self.response = self.conn.getresponse()
+        self.status = self.response.status
+
+    def events(self, limit: int | None = None) -> list[tuple[int, str, Any]]:
+        """Read up to `limit` events (all until the stream ends when None)."""
+        out: list[tuple[int, str, Any]] = []
+        frame: list[bytes] = []
+        while limit is None or len(out) < limit:
+            line = self.response.readline()
+            if not line:
+                break
+            if line in (b"\n", b"\r\n"):
+                out.extend(parse_sse(b"".join(frame) + b"\n\n"))
+                frame = []
+            else:
+                frame.append(line)
+        return out
+
+    def close(self) -> None:
+        self.conn.close()
