@@ -6,6 +6,7 @@ import threading
 import uuid
 
 import pytest
+from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -300,6 +301,7 @@ def test_two_concurrent_posts_to_one_session(client, recorded_model, maya):
         statuses.append(response.status_code)
         if response.status_code == 200:
             b"".join(response.streaming_content)
+        connection.close()  # this thread's own connection
 
     threads = [threading.Thread(target=post) for _ in range(2)]
     for thread in threads:
