@@ -3,6 +3,7 @@
 A failed turn keeps its checkpoint for inspection; a stored one links to its
 `ai_chat_logs` row. Nothing here writes: turns are run by `chat.live`.
 """
+
 from __future__ import annotations
 
 import json

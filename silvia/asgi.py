@@ -1,4 +1,5 @@
 """ASGI entry point: `uvicorn silvia.asgi:application` (SSE streams without buffering)."""
+
 import os
 
 from django.conf import settings

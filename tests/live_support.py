@@ -1,4 +1,5 @@
 """Helpers for live-turn tests: recorded streams, a recorded SQL tool, SSE parsing, server processes."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cite(source: str, cited_text: str, title: str | None = None, index: int = 0) -> dict[str, Any]:
-    return {"type": "search_result_location", "source": source, "title": title, "cited_text": cited_text,
-            "search_result_index": index, "start_block_index": 0, "end_block_index": 1}
+    return {
+        "type": "search_result_location",
+        "source": source,
+        "title": title,
+        "cited_text": cited_text,
+        "search_result_index": index,
+        "start_block_index": 0,
+        "end_block_index": 1,
+    }
 
 
 def text(value: str, *citations: dict[str, Any], first: bool = False) -> dict[str, Any]:
@@ -47,13 +55,32 @@ def script(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 #: execute_sql outputs by query, for the recorded SQL tool (SPEC 4 shapes).
 SQL_OUTPUTS: dict[str, dict[str, Any]] = {
-    "cards": {"rows": [
-        {"account_name": "Credit card", "balance": 1200, "source": "plaid", "source_account_id": "CARDaaaaaaaaaaaaaaaa1"},
-        {"account_name": "Credit card", "balance": 300, "source": "plaid", "source_account_id": "CARDbbbbbbbbbbbbbbbb2"},
-    ]},
-    "checking": {"rows": [
-        {"account_name": "Checking", "balance": 5000, "source": "plaid", "source_account_id": "CHKaaaaaaaaaaaaaaaaa1"},
-    ]},
+    "cards": {
+        "rows": [
+            {
+                "account_name": "Credit card",
+                "balance": 1200,
+                "source": "plaid",
+                "source_account_id": "CARDaaaaaaaaaaaaaaaa1",
+            },
+            {
+                "account_name": "Credit card",
+                "balance": 300,
+                "source": "plaid",
+                "source_account_id": "CARDbbbbbbbbbbbbbbbb2",
+            },
+        ]
+    },
+    "checking": {
+        "rows": [
+            {
+                "account_name": "Checking",
+                "balance": 5000,
+                "source": "plaid",
+                "source_account_id": "CHKaaaaaaaaaaaaaaaaa1",
+            },
+        ]
+    },
     "checking-unknown": {"rows": [{"account_name": "Checking", "balance": 5000}]},
     "total": {"rows": [{"total": 6500}]},
 }
@@ -65,8 +92,11 @@ class RecordedSqlTool:
     name = "execute_sql"
 
     def definition(self) -> dict[str, Any]:
-        return {"name": self.name, "description": "Read the user's accounts with SQL.",
-                "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+        return {
+            "name": self.name,
+            "description": "Read the user's accounts with SQL.",
+            "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+        }
 
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
         query = tool_input.get("query")
@@ -118,9 +148,22 @@ class ServerProcess:
         self.base_url = f"http://127.0.0.1:{self.port}"
         full_env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_DEBUG": "false", **env}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "silvia.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
-            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "silvia.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -129,7 +172,9 @@ class ServerProcess:
                     return
             except OSError:
                 if self.process.poll() is not None:
-                    raise RuntimeError(self.process.stderr.read().decode() if self.process.stderr else "server died")
+                    raise RuntimeError(
+                        self.process.stderr.read().decode() if self.process.stderr else "server died"
+                    ) from None
                 time.sleep(0.05)
         raise RuntimeError("server did not start")
 
@@ -150,13 +195,14 @@ class ServerProcess:
 class SSEClient:
     """A real HTTP client for one SSE response (stdlib `http.client`), read event by event."""
 
-    def __init__(self, base_url: str, method: str, path: str, token: str, body: Any = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, base_url: str, method: str, path: str, token: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> None:
         import http.client
         from urllib.parse import urlsplit
 
         url = urlsplit(base_url)
-        self.conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        self.conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=30)
         payload = json.dumps(body).encode() if body is not None else None
         all_headers = {"Authorization": f"Token {token}", "Accept": "text/event-stream", **(headers or {})}
         if payload is not None:

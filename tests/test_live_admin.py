@@ -1,4 +1,5 @@
 """The live turns' admin lists running, failed and resumed turns (issue 10)."""
+
 from __future__ import annotations
 
 import uuid
@@ -18,9 +19,15 @@ def staff_client(client, db):
 
 def test_lists_and_filters_turns(staff_client, maya):
     def make(status, resumes, message):
-        return LiveTurn.objects.create(session_id=uuid.uuid4(), user=maya, user_message=message, prompt_version="v5",
-                                       status=status, resume_count=resumes,
-                                       error={"type": "overloaded_error", "message": "m"} if status == "failed" else None)
+        return LiveTurn.objects.create(
+            session_id=uuid.uuid4(),
+            user=maya,
+            user_message=message,
+            prompt_version="v5",
+            status=status,
+            resume_count=resumes,
+            error={"type": "overloaded_error", "message": "m"} if status == "failed" else None,
+        )
 
     running, failed, resumed = make("running", 0, "a"), make("failed", 0, "b"), make("done", 2, "c")
     page = staff_client.get("/admin/chat/liveturn/").content.decode()

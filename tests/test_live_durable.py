@@ -3,6 +3,7 @@
 Real processes: uvicorn servers on the test database, the real SDK against
 the recorded model over HTTP, a real HTTP client reading SSE.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from chat.live.service import start_worker, turn_claim_stale, wait_for_workers
 from chat.models import ChatLog, LiveTurn
-from tests.live_support import SSEClient, ServerProcess, cite, script, step, text, tool_use
+from tests.live_support import ServerProcess, SSEClient, cite, script, step, text, tool_use
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,11 +30,17 @@ def durable_script(delay_ms: float = 0) -> dict:
     """Two tool rounds; the last step streams slowly when `delay_ms` (time to kill a worker)."""
     return script(
         step(text("Let me look."), tool_use("toolu_1", "execute_sql", {"query": "cards"})),
-        step(text("Cards: ", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card")),
-             tool_use("toolu_2", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"})),
-        {**step(text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
-                text(" The fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms"))),
-         "delay_ms": delay_ms},
+        step(
+            text("Cards: ", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card")),
+            tool_use("toolu_2", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"}),
+        ),
+        {
+            **step(
+                text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
+                text(" The fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+            ),
+            "delay_ms": delay_ms,
+        },
     )
 
 
@@ -78,7 +85,9 @@ def stored(log_id):
 
 
 def uninterrupted(server, token):
-    client = SSEClient(server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+    client = SSEClient(
+        server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
+    )
     events = client.events()
     client.close()
     assert events[-1][1] == "done", events[-1]
@@ -90,12 +99,19 @@ def test_disconnect_after_n_events_and_reconnect(server, token, recorded_model):
     reference = uninterrupted(server, token)
     total = len(reference)
     for n in range(1, total):
-        post = SSEClient(server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+        post = SSEClient(
+            server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
+        )
         first = post.events(limit=n)
         post.close()  # the client goes away; the turn goes on
         turn_id = first[0][2]["turn_id"]
-        again = SSEClient(server.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token,
-                          headers={"Last-Event-ID": str(first[-1][0])})
+        again = SSEClient(
+            server.base_url,
+            "GET",
+            f"/api/chat/turns/{turn_id}/events",
+            token,
+            headers={"Last-Event-ID": str(first[-1][0])},
+        )
         rest = again.events()
         again.close()
         seen = first + rest
@@ -111,11 +127,18 @@ def test_reconnect_served_by_a_second_server_process(server, server_env, token, 
     recorded_model.load([durable_script(delay_ms=40)])
     second = ServerProcess(server_env)
     try:
-        post = SSEClient(server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+        post = SSEClient(
+            server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
+        )
         first = post.events(limit=4)
         post.close()
-        follow = SSEClient(second.base_url, "GET", f"/api/chat/turns/{first[0][2]['turn_id']}/events", token,
-                           headers={"Last-Event-ID": str(first[-1][0])})
+        follow = SSEClient(
+            second.base_url,
+            "GET",
+            f"/api/chat/turns/{first[0][2]['turn_id']}/events",
+            token,
+            headers={"Last-Event-ID": str(first[-1][0])},
+        )
         rest = follow.events()
         follow.close()
     finally:
@@ -157,8 +180,8 @@ def test_sigkill_after_a_tool_round_then_resume_turns(server, token, recorded_mo
     turn = LiveTurn.objects.get(pk=turn_id)
     assert turn.status == "done" and turn.resume_count == 1 and turn.checkpoint is None
     assert stored(turn_id) == stored(reference[-1][2]["log_id"])
-    from tests.live_support import parse_sse
     from chat.live.events import format_sse
+    from tests.live_support import parse_sse
 
     events = parse_sse(b"".join(format_sse(*row) for row in log_events(turn_id)))
     assert normalized(events) == normalized(reference)
@@ -168,6 +191,7 @@ def test_checkpoint_without_citation_targets_resumes_untyped(server, token, reco
     recorded_model.load([durable_script(delay_ms=150)])
     turn_id = crash_after_first_round(server, token, wait_step=2)
     turn = LiveTurn.objects.get(pk=turn_id)
+    assert isinstance(turn.checkpoint, dict)
     del turn.checkpoint["citationTargets"]  # a checkpoint written before targets existed
     turn.save(update_fields=["checkpoint"])
     recorded_model.load([durable_script()])
@@ -184,6 +208,7 @@ def test_malformed_checkpoint_entry_resumes_that_source_untyped(server, token, r
     recorded_model.load([durable_script(delay_ms=150)])
     turn_id = crash_after_first_round(server, token, wait_step=2)
     turn = LiveTurn.objects.get(pk=turn_id)
+    assert isinstance(turn.checkpoint, dict)
     turn.checkpoint["citationTargets"][CARDS] = {"kind": "account"}  # no accountId
     turn.save(update_fields=["checkpoint"])
     recorded_model.load([durable_script()])
@@ -200,8 +225,9 @@ def test_reconnect_resumes_a_dead_turn(server, server_env, token, recorded_model
     recorded_model.load([durable_script()])
     second = ServerProcess(server_env)
     try:
-        client = SSEClient(second.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token,
-                           headers={"Last-Event-ID": "1"})
+        client = SSEClient(
+            second.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": "1"}
+        )
         events = client.events()
         client.close()
     finally:
@@ -212,8 +238,13 @@ def test_reconnect_resumes_a_dead_turn(server, server_env, token, recorded_model
 
 def test_two_resumers_race_exactly_one_wins(maya, recorded_model):
     turns = [
-        LiveTurn.objects.create(session_id=uuid.uuid4(), user=maya, user_message="hi", prompt_version="v5",
-                                heartbeat_at=timezone.now() - dt.timedelta(minutes=5))
+        LiveTurn.objects.create(
+            session_id=uuid.uuid4(),
+            user=maya,
+            user_message="hi",
+            prompt_version="v5",
+            heartbeat_at=timezone.now() - dt.timedelta(minutes=5),
+        )
         for _ in range(5)
     ]
     barrier = threading.Barrier(2)

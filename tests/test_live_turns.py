@@ -1,4 +1,5 @@
 """Live turns (SPEC 11, issue 8): real SDK -> recorded model over HTTP; events == GET."""
+
 from __future__ import annotations
 
 import json
@@ -60,18 +61,31 @@ def check_events_equal_get(client, session_id, events):
 
 def test_two_steps_with_a_tool_between_them(client, recorded_model):
     session_id, events = run_turn(
-        client, recorded_model,
-        step(text("Let me check the card terms."), tool_use("toolu_1", "read_credit_card_document",
-                                                             {"path": "chase/sapphire-preferred/pricing.md"})),
-        step(text("The annual fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
-             text(" Purchases cost 20.24% to 27.24%.")),
+        client,
+        recorded_model,
+        step(
+            text("Let me check the card terms."),
+            tool_use("toolu_1", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"}),
+        ),
+        step(
+            text("The annual fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+            text(" Purchases cost 20.24% to 27.24%."),
+        ),
     )
     stored = check_events_equal_get(client, session_id, events)
-    assert stored["response"] == "Let me check the card terms.\n\nThe annual fee is $95. Purchases cost 20.24% to 27.24%."
-    assert stored["inline_citations"] == [{
-        "source": CHASE, "title": "Sapphire Preferred pricing and terms", "cited_text": "- Annual fee: $95",
-        "start": 30, "end": 52, "target": {"kind": "card_document", "url": None},
-    }]
+    assert (
+        stored["response"] == "Let me check the card terms.\n\nThe annual fee is $95. Purchases cost 20.24% to 27.24%."
+    )
+    assert stored["inline_citations"] == [
+        {
+            "source": CHASE,
+            "title": "Sapphire Preferred pricing and terms",
+            "cited_text": "- Annual fee: $95",
+            "start": 30,
+            "end": 52,
+            "target": {"kind": "card_document", "url": None},
+        }
+    ]
     # The model saw the tool result as a search_result block with citations on.
     tool_result = recorded_model.requests[1]["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result" and tool_result["content"][0]["type"] == "search_result"
@@ -82,25 +96,36 @@ def test_two_steps_with_a_tool_between_them(client, recorded_model):
 
 def test_pooled_account_label(client, recorded_model):
     session_id, events = run_turn(
-        client, recorded_model,
+        client,
+        recorded_model,
         step(tool_use("toolu_1", "execute_sql", {"query": "cards"})),
-        step(text("You owe $1,500 on your cards.", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card"))),
+        step(
+            text(
+                "You owe $1,500 on your cards.", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card")
+            )
+        ),
     )
     stored = check_events_equal_get(client, session_id, events)
-    assert stored["inline_citations"][0]["target"] == {"kind": "accounts", "accounts": [
-        {"accountId": "CARDaaaaaaaaaaaaaaaa1", "provider": "plaid"},
-        {"accountId": "CARDbbbbbbbbbbbbbbbb2", "provider": "plaid"},
-    ]}
+    assert stored["inline_citations"][0]["target"] == {
+        "kind": "accounts",
+        "accounts": [
+            {"accountId": "CARDaaaaaaaaaaaaaaaa1", "provider": "plaid"},
+            {"accountId": "CARDbbbbbbbbbbbbbbbb2", "provider": "plaid"},
+        ],
+    }
     assert (stored["inline_citations"][0]["start"], stored["inline_citations"][0]["end"]) == (0, 29)
 
 
 def test_disagreement_leaves_source_untyped(client, recorded_model):
     checking = "silvia://your-account/checking"
     session_id, events = run_turn(
-        client, recorded_model,
+        client,
+        recorded_model,
         step(tool_use("toolu_1", "execute_sql", {"query": "checking"})),
-        step(text("Checking holds $5,000.", cite(checking, "balance: 5000", "Checking")),
-             tool_use("toolu_2", "execute_sql", {"query": "checking-unknown"})),
+        step(
+            text("Checking holds $5,000.", cite(checking, "balance: 5000", "Checking")),
+            tool_use("toolu_2", "execute_sql", {"query": "checking-unknown"}),
+        ),
         step(text("Still $5,000.", cite(checking, "balance: 5000", "Checking"))),
     )
     stored = check_events_equal_get(client, session_id, events)
@@ -112,7 +137,8 @@ def test_disagreement_leaves_source_untyped(client, recorded_model):
 
 def test_emoji_before_a_citation(client, recorded_model):
     session_id, events = run_turn(
-        client, recorded_model,
+        client,
+        recorded_model,
         step(tool_use("toolu_1", "execute_sql", {"query": "total"})),
         step(text("💰 Total: "), text("$6,500", cite("silvia://your-portfolio", "total: 6500", "Your portfolio"))),
     )
@@ -124,7 +150,8 @@ def test_emoji_before_a_citation(client, recorded_model):
 
 def test_citation_with_no_text_around_it(client, recorded_model):
     session_id, events = run_turn(
-        client, recorded_model,
+        client,
+        recorded_model,
         step(text("Checking first."), tool_use("toolu_1", "execute_sql", {"query": "total"})),
         step(text("", cite("silvia://your-portfolio", "total: 6500", "Your portfolio"), first=True)),
     )
@@ -137,7 +164,8 @@ def test_citation_with_no_text_around_it(client, recorded_model):
 
 def test_citation_of_a_source_the_turn_never_wrote(client, recorded_model):
     session_id, events = run_turn(
-        client, recorded_model,
+        client,
+        recorded_model,
         step(text("Your portfolio is up.", cite("silvia://your-portfolio", "total: 1", "Your portfolio"))),
     )
     stored = check_events_equal_get(client, session_id, events)
@@ -145,23 +173,50 @@ def test_citation_of_a_source_the_turn_never_wrote(client, recorded_model):
 
 
 def test_other_citation_types_are_counted_not_stored(client, recorded_model):
-    web = {"type": "web_search_result_location", "url": "https://www.irs.gov/publications/p590a",
-           "title": "Publication 590-A", "cited_text": "You can contribute...", "encrypted_index": "abc"}
-    page = {"type": "page_location", "cited_text": "x", "document_index": 0, "document_title": None,
-            "start_page_number": 1, "end_page_number": 2}
-    search_block = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
-        {"type": "web_search_result", "url": "https://www.irs.gov/publications/p590a", "title": "Publication 590-A",
-         "encrypted_content": "e", "page_age": None}]}
+    web = {
+        "type": "web_search_result_location",
+        "url": "https://www.irs.gov/publications/p590a",
+        "title": "Publication 590-A",
+        "cited_text": "You can contribute...",
+        "encrypted_index": "abc",
+    }
+    page = {
+        "type": "page_location",
+        "cited_text": "x",
+        "document_index": 0,
+        "document_title": None,
+        "start_page_number": 1,
+        "end_page_number": 2,
+    }
+    search_block = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [
+            {
+                "type": "web_search_result",
+                "url": "https://www.irs.gov/publications/p590a",
+                "title": "Publication 590-A",
+                "encrypted_content": "e",
+                "page_age": None,
+            }
+        ],
+    }
     session_id, events = run_turn(
-        client, recorded_model,
+        client,
+        recorded_model,
         step(search_block, text("IRA limits apply.", web, page)),
     )
     stored = check_events_equal_get(client, session_id, events)
-    assert stored["inline_citations"] == [{
-        "source": "https://www.irs.gov/publications/p590a", "title": "Publication 590-A",
-        "cited_text": "You can contribute...", "start": 0, "end": 17,
-        "target": {"kind": "web", "url": "https://www.irs.gov/publications/p590a"},
-    }]
+    assert stored["inline_citations"] == [
+        {
+            "source": "https://www.irs.gov/publications/p590a",
+            "title": "Publication 590-A",
+            "cited_text": "You can contribute...",
+            "start": 0,
+            "end": 17,
+            "target": {"kind": "web", "url": "https://www.irs.gov/publications/p590a"},
+        }
+    ]
     assert events[-1][2]["skipped_citations"] == {"page_location": 1}
 
 
@@ -169,9 +224,13 @@ def test_error_event_mid_stream_saves_nothing(client, recorded_model):
     recorded_model.load([script(step(text("Half an answer that will never end."), error_after=5))])
     _, response = post_turn(client)
     events = parse_sse(b"".join(response.streaming_content))
-    assert [name for _, name, _ in events][0] == "turn" and events[-1][1] == "error"
-    assert events[-1][2] == {"error": {"type": "overloaded_error",
-                                       "message": "The assistant is overloaded right now. Please try again in a moment."}}
+    assert events[0][1] == "turn" and events[-1][1] == "error"
+    assert events[-1][2] == {
+        "error": {
+            "type": "overloaded_error",
+            "message": "The assistant is overloaded right now. Please try again in a moment.",
+        }
+    }
     assert ChatLog.objects.count() == 0
     turn = LiveTurn.objects.get()
     assert turn.status == "failed" and turn.checkpoint is not None
@@ -195,7 +254,10 @@ def test_api_failures_end_with_error_and_save_nothing(client, recorded_model, st
 
 
 def test_529_then_success_within_the_retry_budget(client, recorded_model):
-    overloaded = {"status": 529, "body": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}}
+    overloaded = {
+        "status": 529,
+        "body": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    }
     session_id, events = run_turn(client, recorded_model, {"attempts": [overloaded, step(text("Fine."))]})
     assert check_events_equal_get(client, session_id, events)["response"] == "Fine."
 
@@ -215,9 +277,12 @@ def test_broken_stream_and_timeout(client, recorded_model, settings):
 
 def test_failing_tool_gives_is_error_and_the_turn_goes_on(client, recorded_model):
     session_id, events = run_turn(
-        client, recorded_model,
-        step(tool_use("toolu_1", "execute_sql", {"query": "DROP TABLE x"}),
-             tool_use("toolu_2", "read_tax_authority", {"path": "../../etc/passwd"})),
+        client,
+        recorded_model,
+        step(
+            tool_use("toolu_1", "execute_sql", {"query": "DROP TABLE x"}),
+            tool_use("toolu_2", "read_tax_authority", {"path": "../../etc/passwd"}),
+        ),
         step(text("I could not read that.")),
     )
     check_events_equal_get(client, session_id, events)
@@ -227,8 +292,12 @@ def test_failing_tool_gives_is_error_and_the_turn_goes_on(client, recorded_model
 
 
 def test_history_is_text_only(client, recorded_model):
-    session_id, _ = run_turn(client, recorded_model, step(tool_use("toolu_1", "execute_sql", {"query": "total"})),
-                             step(text("Total $6,500.", cite("silvia://your-portfolio", "total: 6500"))))
+    session_id, _ = run_turn(
+        client,
+        recorded_model,
+        step(tool_use("toolu_1", "execute_sql", {"query": "total"})),
+        step(text("Total $6,500.", cite("silvia://your-portfolio", "total: 6500"))),
+    )
     wait_for_workers()
     recorded_model.load([script(step(text("Same as before.", cite("silvia://your-portfolio", "total: 6500"))))])
     _, response = post_turn(client, session_id=session_id, message="And now?")
@@ -300,7 +369,7 @@ def test_two_concurrent_posts_to_one_session(client, recorded_model, maya):
         response = api.post(f"/api/chat/sessions/{session_id}/turns/", {"message": "hi"}, format="json")
         statuses.append(response.status_code)
         if response.status_code == 200:
-            b"".join(response.streaming_content)
+            b"".join(response.streaming_content)  # type: ignore[attr-defined]
         connection.close()  # this thread's own connection
 
     threads = [threading.Thread(target=post) for _ in range(2)]
@@ -313,13 +382,15 @@ def test_two_concurrent_posts_to_one_session(client, recorded_model, maya):
 
 
 def test_events_of_another_users_turn_is_404(client, recorded_model, other_user):
-    session_id, events = run_turn(client, recorded_model, step(text("Hi.")))
+    _, events = run_turn(client, recorded_model, step(text("Hi.")))
     turn_id = events[0][2]["turn_id"]
     api = APIClient()
     api.force_authenticate(other_user)
     assert api.get(f"/api/chat/turns/{turn_id}/events").status_code == 404
     assert client.get(f"/api/chat/turns/{uuid.uuid4()}/events").status_code == 404
     assert client.get(f"/api/chat/turns/{turn_id}/events", HTTP_LAST_EVENT_ID="x").status_code == 400
-    replay = parse_sse(b"".join(client.get(f"/api/chat/turns/{turn_id}/events", HTTP_LAST_EVENT_ID="2").streaming_content))
+    replay = parse_sse(
+        b"".join(client.get(f"/api/chat/turns/{turn_id}/events", HTTP_LAST_EVENT_ID="2").streaming_content)
+    )
     assert replay == events[2:]
     assert json.loads(json.dumps(replay)) == json.loads(json.dumps(events[2:]))

@@ -1,4 +1,5 @@
 """Live turns over SSE (SPEC section 11): thin views over `chat.live`."""
+
 from __future__ import annotations
 
 import uuid
@@ -112,7 +113,7 @@ class TurnEventsView(APIView):
     )
     def get(self, request: Request, turn_id: str):
         turn_uuid = parse_uuid(turn_id)
-        if turn_uuid is None or not LiveTurn.objects.filter(pk=turn_uuid, user=request.user).exists():
+        if turn_uuid is None or not LiveTurn.objects.filter(pk=turn_uuid, user=request.user).exists()  # type: ignore[misc]:
             raise NotFound()
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:

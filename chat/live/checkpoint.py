@@ -12,6 +12,7 @@ empty registry (its sources stream untyped), a malformed entry resumes
 untyped (`TurnRegistry.from_checkpoint`), and a checkpoint whose messages or
 events cannot be read restarts the turn from its first step.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -79,11 +80,16 @@ def _readable(checkpoint: object) -> bool:
         return False
     messages, events, answer = checkpoint.get("messages"), checkpoint.get("events"), checkpoint.get("answer")
     return (
-        isinstance(messages, list) and bool(messages) and all(isinstance(m, dict) for m in messages)
-        and isinstance(events, list) and all(isinstance(e, dict) for e in events)
-        and isinstance(checkpoint.get("step"), int) and isinstance(checkpoint.get("eventSeq"), int)
+        isinstance(messages, list)
+        and bool(messages)
+        and all(isinstance(m, dict) for m in messages)
+        and isinstance(events, list)
+        and all(isinstance(e, dict) for e in events)
+        and isinstance(checkpoint.get("step"), int)
+        and isinstance(checkpoint.get("eventSeq"), int)
         and checkpoint["eventSeq"] >= 1
-        and isinstance(answer, dict) and isinstance(answer.get("offset"), int)
+        and isinstance(answer, dict)
+        and isinstance(answer.get("offset"), int)
         and isinstance(answer.get("inline"), list)
     )
 
@@ -100,7 +106,9 @@ def load_state(turn: LiveTurn) -> TurnState:
     answer = checkpoint["answer"]
     skipped = answer.get("skipped")
     restores = [
-        (r[0], r[1]) for r in checkpoint.get("restores") or [] if isinstance(r, list) and len(r) == 2 and isinstance(r[0], int)
+        (r[0], r[1])
+        for r in checkpoint.get("restores") or []
+        if isinstance(r, list) and len(r) == 2 and isinstance(r[0], int)
     ]
     state = TurnState(
         messages=checkpoint["messages"],

@@ -2,6 +2,7 @@
 
 The message never carries a stack, a key, SQL or the API's own wording.
 """
+
 from __future__ import annotations
 
 import anthropic

@@ -10,6 +10,7 @@ that runs the turn at once; on PostgreSQL a `NOTIFY` (one `LISTEN`
 connection per process, `chat.live.listener`) wakes the others; on SQLite the
 others poll (`LIVE_TURN_POLL_SECONDS`).
 """
+
 from __future__ import annotations
 
 import asyncio

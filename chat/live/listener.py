@@ -5,6 +5,7 @@ appends an event (`chat.live.events.append_event`); this thread forwards each
 notification to the in-process notifier, so a stream served by any process
 wakes within milliseconds. On SQLite there is no listener: tails poll.
 """
+
 from __future__ import annotations
 
 import logging

@@ -7,6 +7,7 @@ citation spans the text block that carries it, in UTF-16 code units), so the
 streamed citations equal the stored ones by construction; a test replays
 every case through both.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
 """System prompts of live turns: `v5` (with the citation table) and `legacy` (SPEC sections 11 and 13)."""
+
 from __future__ import annotations
 
 __all__ = ["system_prompt"]
@@ -17,9 +18,12 @@ relies on; never cite a source you did not receive in this conversation's tool r
 
 | tool | the sources it writes |
 | --- | --- |
-| execute_sql | silvia://your-account/<account> for rows of one account; silvia://your-portfolio for rows not tied to one account |
-| execute_python | silvia://market-data/finnhub/<TICKER> for a ticker's market data; silvia://market-data/finnhub for other live data; silvia://analysis for computed results |
-| read_tax_authority | the publication's page (irs.gov, ecfr.gov, uscode.house.gov), else silvia://tax-authority/<path> |
+| execute_sql | silvia://your-account/<account> for rows of one account; \
+silvia://your-portfolio for rows not tied to one account |
+| execute_python | silvia://market-data/finnhub/<TICKER> for a ticker's market data; \
+silvia://market-data/finnhub for other live data; silvia://analysis for computed results |
+| read_tax_authority | the publication's page (irs.gov, ecfr.gov, uscode.house.gov), \
+else silvia://tax-authority/<path> |
 | read_credit_card_document | the issuer's terms page, else silvia://credit-card-corpus/<path> |
 | read_mortgage_authority | the regulation's page, else silvia://mortgage-code/<path> |
 | search_web | the page's URL |

@@ -15,6 +15,7 @@ and resumed turns need no server state. A step may list `attempts`: the n-th
 identical request gets the n-th attempt (the last one repeats), which scripts
 "529, then success" for the SDK's retries.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,36 +82,87 @@ def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -
     """
     msg_id = message.get("id") or f"msg_rec_{uuid.uuid4().hex[:20]}"
     usage = message.get("usage") or {"input_tokens": 100, "output_tokens": 1}
-    start = {"id": msg_id, "type": "message", "role": "assistant", "content": [], "model": message.get("model", model),
-             "stop_reason": None, "stop_sequence": None, "usage": usage}
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start}),
-                                                ("ping", {"type": "ping"})]
+    start = {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": message.get("model", model),
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start}),
+        ("ping", {"type": "ping"}),
+    ]
     output_tokens = 0
     for index, block in enumerate(message.get("content", [])):
         kind = block.get("type")
         if kind == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                                   "content_block": {"type": "text", "text": ""}}))
-            cites = [("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "citations_delta", "citation": c}})
-                     for c in block.get("citations") or []]
-            texts = [("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "text_delta", "text": piece}})
-                     for piece in _chunks(block.get("text", ""), TEXT_CHUNK)]
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                )
+            )
+            cites = [
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "citations_delta", "citation": c},
+                    },
+                )
+                for c in block.get("citations") or []
+            ]
+            texts = [
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}},
+                )
+                for piece in _chunks(block.get("text", ""), TEXT_CHUNK)
+            ]
             output_tokens += len(texts)
             events.extend(cites + texts if block.get("citations_first") else texts + cites)
         elif kind in ("tool_use", "server_tool_use"):
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block":
-                                                   {"type": kind, "id": block["id"], "name": block["name"], "input": {}}}))
-            events.extend(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                   "delta": {"type": "input_json_delta", "partial_json": piece}})
-                          for piece in _chunks(json.dumps(block.get("input", {})), JSON_CHUNK))
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": kind, "id": block["id"], "name": block["name"], "input": {}},
+                    },
+                )
+            )
+            events.extend(
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
+                for piece in _chunks(json.dumps(block.get("input", {})), JSON_CHUNK)
+            )
         else:
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": block}))
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+            )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message.get("stop_reason", "end_turn"), "stop_sequence": None},
-                                     "usage": {"output_tokens": max(output_tokens, 1)}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message.get("stop_reason", "end_turn"), "stop_sequence": None},
+                "usage": {"output_tokens": max(output_tokens, 1)},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -122,8 +174,10 @@ def _step_index(messages: Sequence[Any]) -> int:
         if not isinstance(message, dict) or message.get("role") != "user":
             continue
         content = message.get("content")
-        if isinstance(content, list) and content and all(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        if (
+            isinstance(content, list)
+            and content
+            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
         ):
             rounds += 1
             continue
@@ -166,7 +220,7 @@ class RecordedModelServer:
     @property
     def base_url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def load(self, scripts: Sequence[Mapping[str, Any]]) -> None:
         """Serve `scripts` from now on and forget past attempts and requests."""
@@ -192,11 +246,13 @@ class RecordedModelServer:
             self.requests.append(dict(body))
             script = next(
                 (s for s in self.scripts if s.get("match") and all(w.lower() in text for w in s["match"])),
-                self.scripts[0] if self.scripts else {"steps": [{"status": 500, "body": _error("api_error", "no script")}]},
+                self.scripts[0]
+                if self.scripts
+                else {"steps": [{"status": 500, "body": _error("api_error", "no script")}]},
             )
             steps = script["steps"]
             step = steps[min(_step_index(messages), len(steps) - 1)]
-            attempts = step.get("attempts")
+            attempts: Any = step.get("attempts")
             if attempts:
                 key = hashlib.sha256(raw).hexdigest()
                 n = self._attempts.get(key, 0)
@@ -213,10 +269,10 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        def log_message(self, format: str, *args: Any) -> None:
             logger.debug("recorded model: " + format, *args)
 
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             if self.path.split("?")[0].rstrip("/") != "/v1/messages":
                 return self._json(404, _error("not_found_error", f"no route {self.path}"))
@@ -227,8 +283,11 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
             script, step = server.pick(body, raw)
             if "status" in step:
                 return self._json(step["status"], step.get("body") or _error("api_error", "recorded failure"))
-            events = [(e["event"], e["data"]) for e in step["events"]] if "events" in step else message_events(
-                step["message"], model=script.get("model", RECORDED_MODEL))
+            events = (
+                [(e["event"], e["data"]) for e in step["events"]]
+                if "events" in step
+                else message_events(step["message"], model=script.get("model", RECORDED_MODEL))
+            )
             self._stream(events, step, float(step.get("delay_ms", script.get("delay_ms", 0))) / 1000)
 
         def _json(self, status: int, payload: Mapping[str, Any]) -> None:

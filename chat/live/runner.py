@@ -10,6 +10,7 @@ any client sees it. A finished turn is a SPEC 7 turn record saved with
 `chat.services.save_turn`; a failed one ends with an `error` event, keeps
 its checkpoint and writes nothing to `ai_chat_logs`.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -79,15 +80,15 @@ class TurnRunner:
             self.finish(message)
         except LostTurnError:
             logger.info("turn %s: claimed by another worker; this one stops", self.turn.id)
-        except TurnFailure as failure:
-            self.fail(failure)
+        except TurnFailure as known:
+            self.fail(known)
         except Exception as error:  # the model API, the network, or our own bug: never a half-written turn
-            failure = failure_from_exception(error)
-            if failure.kind == "internal_error":
+            classified = failure_from_exception(error)
+            if classified.kind == "internal_error":
                 logger.exception("turn %s failed", self.turn.id)
             else:
-                logger.warning("turn %s: model request failed (%s)", self.turn.id, failure.kind)
-            self.fail(failure)
+                logger.warning("turn %s: model request failed (%s)", self.turn.id, classified.kind)
+            self.fail(classified)
 
     def model_step(self) -> dict[str, Any]:
         streamer = StepStreamer(self.state.position, self.state.registry, self.emit)
@@ -122,7 +123,7 @@ class TurnRunner:
         name, tool_input = block.get("name"), block.get("input")
         tool = self.tools.get(name) if isinstance(name, str) else None
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("id")}
-        if tool is None or not isinstance(tool_input, dict):
+        if tool is None or not isinstance(name, str) or not isinstance(tool_input, dict):
             return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}
         future = _tool_pool.submit(_run_tool_in_thread, tool, tool_input, self.user)
         try:
@@ -137,7 +138,9 @@ class TurnRunner:
         blocks = to_citable_content(name, tool_input, output)
         for search_result in blocks:
             self.state.registry.record(search_result.source, search_result.target)
-        self.state.events.append({"type": "tool_call", "id": block["id"], "name": name, "input": tool_input, "output": output})
+        self.state.events.append(
+            {"type": "tool_call", "id": block["id"], "name": name, "input": tool_input, "output": output}
+        )
         content = [search_result.to_block() for search_result in blocks] or [{"type": "text", "text": "No results."}]
         return {**result, "content": content}
 

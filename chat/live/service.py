@@ -10,6 +10,7 @@
   streams them again.
 - A heartbeat thread per process refreshes `heartbeat_at` of the turns it runs.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -75,7 +76,9 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
     return turn
 
 
-def turn_claim_stale(*, turn_id: uuid.UUID | None = None, stale_seconds: float | None = None) -> list[tuple[uuid.UUID, uuid.UUID]]:
+def turn_claim_stale(
+    *, turn_id: uuid.UUID | None = None, stale_seconds: float | None = None
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
     """Claim running turns whose heartbeat is older than `stale_seconds` (default `LIVE_TURN_STALE_SECONDS`).
 
     Only `turn_id` when given. Returns `(turn_id, new worker token)` for each

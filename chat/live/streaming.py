@@ -7,6 +7,7 @@ for WSGI (runserver, `live_server`): Django buffers whole any iterator of
 the other kind. A running turn whose worker stopped beating is resumed here
 (reconnect), by whichever process serves the stream.
 """
+
 from __future__ import annotations
 
 import time

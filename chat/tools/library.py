@@ -4,6 +4,7 @@ One class, three instances (`read_tax_authority`, `read_credit_card_document`,
 `read_mortgage_authority`), over `citations.corpus.read_corpus_document` and
 the `CITATION_CORPUS_ROOT` setting.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The tools a live turn offers the model: only those that are configured (issue 8)."""
+
 from __future__ import annotations
 
 from django.conf import settings

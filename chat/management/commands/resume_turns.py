@@ -1,4 +1,5 @@
 """`python manage.py resume_turns [--stale-seconds N]`: finish turns whose worker died (issue 10)."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser

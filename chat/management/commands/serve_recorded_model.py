@@ -3,6 +3,7 @@
 Serves the recorded model (`chat.live.recorded_model`): a local stand-in for
 the Messages API that replays recorded streams. It is not Claude.
 """
+
 from __future__ import annotations
 
 import time
