@@ -113,7 +113,8 @@ class TurnEventsView(APIView):
     )
     def get(self, request: Request, turn_id: str):
         turn_uuid = parse_uuid(turn_id)
-        if turn_uuid is None or not LiveTurn.objects.filter(pk=turn_uuid, user=request.user).exists()  # type: ignore[misc]:
+        owned = LiveTurn.objects.filter(pk=turn_uuid, user=request.user)  # type: ignore[misc]
+        if turn_uuid is None or not owned.exists():
             raise NotFound()
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
