@@ -7,3 +7,8 @@ class ChatConfig(AppConfig):
     name = "chat"
     verbose_name = "Chat logs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Import the turn runner (and the anthropic SDK, about a second to
+        # import) at startup, not inside the first live turn.
+        from chat.live import runner  # noqa: F401

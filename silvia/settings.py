@@ -152,12 +152,14 @@ LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 
 # SQLite serves live turns from several threads (and processes in tests):
-# WAL lets readers run beside the writer, IMMEDIATE transactions take the
+# WAL lets readers run beside the writer (synchronous=NORMAL: a commit does
+# not wait for the disk; a crashed process loses nothing, a power cut may
+# lose the last commits), IMMEDIATE transactions take the
 # write lock up front instead of failing to upgrade, and a writer waits up to
 # 20 s for the lock. The test database is a file so server processes started
 # by the tests share it.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20}
+        {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "transaction_mode": "IMMEDIATE", "timeout": 20}
     )
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test_db.sqlite3"))

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from chat.live.events import LostTurnError
+from chat.live.events import LostTurnError, sqlite_write_lock
 from chat.live.model_step import AnswerPosition
 from chat.models import ChatLog, LiveTurn
 from citations.registry import CHECKPOINT_KEY, TurnRegistry
@@ -133,8 +133,9 @@ def load_state(turn: LiveTurn) -> TurnState:
 
 def save_checkpoint(turn_id: uuid.UUID, token: uuid.UUID, state: TurnState) -> None:
     """Store the state after a tool round; `LostTurnError` when this worker no longer owns the turn."""
-    updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running").update(
-        checkpoint=state.to_json(), heartbeat_at=timezone.now()
-    )
+    with sqlite_write_lock():
+        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running").update(
+            checkpoint=state.to_json(), heartbeat_at=timezone.now()
+        )
     if not updated:
         raise LostTurnError(str(turn_id))

@@ -14,14 +14,14 @@ others poll (`LIVE_TURN_POLL_SECONDS`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 from django.db import connection, transaction
-from django.db.models import F
 
 from chat.models import LiveTurn, LiveTurnEvent
 
@@ -55,29 +55,49 @@ def encode(data: Any) -> str:
 
 
 def append_event(
-    turn_id: uuid.UUID, token: uuid.UUID, event: str, data: Any, *, finish: dict[str, Any] | None = None
+    turn_id: uuid.UUID, token: uuid.UUID, event: str, data: Any, *, after: int, finish: dict[str, Any] | None = None
 ) -> int:
-    """Append one event to the turn's log and return its id (`seq`).
+    """Append one event after event id `after` (the worker's last) and return its id, `after + 1`.
 
     `finish` holds `LiveTurn` fields written in the same statement (the
     status of a `done` or `error` event), so no reader sees the last event
     of a turn that still looks running.
 
     Raises `LostTurnError` when `token` is no longer the turn's worker token
-    (another worker resumed it), so a stale worker never writes. The
-    transaction holds the turn's row, so ids are gapless and increasing.
+    (another worker resumed it) or the log moved past `after`, so a stale
+    worker never writes. The UPDATE holds the turn's row until commit, so ids
+    are gapless and increasing. Two statements and a commit.
     """
     text = encode(data)
-    with transaction.atomic():
-        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running").update(
-            last_seq=F("last_seq") + 1, **(finish or {})
+    seq = after + 1
+    with sqlite_write_lock(), transaction.atomic():
+        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running", last_seq=after).update(
+            last_seq=seq, **(finish or {})
         )
         if not updated:
             raise LostTurnError(str(turn_id))
-        seq = LiveTurn.objects.filter(pk=turn_id).values_list("last_seq", flat=True).get()
         LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event=event, data=text)
         notify_commit(turn_id)
     return seq
+
+
+_sqlite_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def sqlite_write_lock() -> Iterator[None]:
+    """On SQLite, one writer at a time within this process.
+
+    SQLite has one write lock per database; threads that wait for it in
+    SQLite's busy handler sleep in growing steps (up to 100 ms), which would
+    stall every stream. A Python lock hands it over at once. PostgreSQL
+    locks rows, so nothing is held there.
+    """
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with _sqlite_lock:
+        yield
 
 
 def notify_commit(turn_id: uuid.UUID) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -44,14 +45,32 @@ logger = logging.getLogger(__name__)
 _tool_pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="live-tool")
 
 
+_clients: dict[tuple[Any, ...], anthropic.Anthropic] = {}
+_clients_lock = threading.Lock()
+
+
 def model_client() -> anthropic.Anthropic:
-    """The SDK client, configured from settings (key, base URL, timeout, retry budget)."""
-    return anthropic.Anthropic(
-        api_key=settings.ANTHROPIC_API_KEY or "no-key-configured",
-        base_url=settings.ANTHROPIC_BASE_URL,
-        timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
-        max_retries=settings.ANTHROPIC_MAX_RETRIES,
+    """The SDK client, configured from settings (key, base URL, timeout, retry budget).
+
+    One per configuration and process, shared by the turn threads (the SDK
+    client is thread-safe): a new one per step would pay for a TLS context
+    and a connection pool each time.
+    """
+    key = (
+        settings.ANTHROPIC_API_KEY,
+        settings.ANTHROPIC_BASE_URL,
+        settings.ANTHROPIC_TIMEOUT_SECONDS,
+        settings.ANTHROPIC_MAX_RETRIES,
     )
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = anthropic.Anthropic(
+                api_key=settings.ANTHROPIC_API_KEY or "no-key-configured",
+                base_url=settings.ANTHROPIC_BASE_URL,
+                timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
+                max_retries=settings.ANTHROPIC_MAX_RETRIES,
+            )
+        return _clients[key]
 
 
 class TurnRunner:
@@ -65,7 +84,9 @@ class TurnRunner:
         self.state: TurnState = load_state(turn)
 
     def emit(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
-        self.state.event_seq = append_event(self.turn.id, self.token, event, data, finish=finish)
+        self.state.event_seq = append_event(
+            self.turn.id, self.token, event, data, after=self.state.event_seq, finish=finish
+        )
 
     def run(self) -> None:
         try:

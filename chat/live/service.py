@@ -68,7 +68,8 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
             turn.save(force_insert=True)
             turn.checkpoint = initial_checkpoint(turn)
             turn.save(update_fields=["checkpoint"])
-            append_event(turn.id, turn.worker_token, "turn", {"turn_id": str(turn.id), "session_id": str(session_id)})
+            data = {"turn_id": str(turn.id), "session_id": str(session_id)}
+            append_event(turn.id, turn.worker_token, "turn", data, after=0)
     except IntegrityError:
         raise TurnConflictError(str(session_id)) from None
     logger.info("turn %s started in session %s", turn.id, session_id)
@@ -138,7 +139,7 @@ def wait_for_workers(timeout: float = 30.0) -> bool:
 
 
 def _work(turn_id: uuid.UUID, token: uuid.UUID) -> None:
-    from chat.live.runner import run_turn  # the runner imports the SDK; keep the views' import light
+    from chat.live.runner import run_turn  # imported at startup by ChatConfig.ready; here to avoid a cycle
 
     try:
         run_turn(turn_id, token)
