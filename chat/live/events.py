@@ -81,7 +81,7 @@ def append_event(
     return seq
 
 
-_sqlite_lock = threading.Lock()
+_sqlite_lock = threading.RLock()
 
 
 @contextlib.contextmanager
@@ -90,8 +90,10 @@ def sqlite_write_lock() -> Iterator[None]:
 
     SQLite has one write lock per database; threads that wait for it in
     SQLite's busy handler sleep in growing steps (up to 100 ms), which would
-    stall every stream. A Python lock hands it over at once. PostgreSQL
-    locks rows, so nothing is held there.
+    stall every stream. A Python lock hands it over at once. Every write
+    transaction of live turns takes it *before* `BEGIN` (it is reentrant),
+    so no thread waits for it while holding SQLite's lock. PostgreSQL locks
+    rows, so nothing is held there.
     """
     if connection.vendor != "sqlite":
         yield

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from chat.live.checkpoint import TurnState, load_state, save_checkpoint
 from chat.live.errors import TurnFailure, failure_from_exception
-from chat.live.events import LostTurnError, append_event
+from chat.live.events import LostTurnError, append_event, sqlite_write_lock
 from chat.live.model_step import StepStreamer
 from chat.live.prompts import system_prompt
 from chat.models import LiveTurn
@@ -176,7 +176,8 @@ class TurnRunner:
         }
         restores = {index: TurnRegistry.from_json(targets) for index, targets in self.state.restores}
         try:
-            saved = save_turn(record, user=self.user, registry_restores=restores)
+            with sqlite_write_lock():
+                saved = save_turn(record, user=self.user, registry_restores=restores)
         except TurnRecordError as error:
             logger.warning("turn %s: the finished turn was refused at %s", self.turn.id, error.path)
             raise TurnFailure("internal_error", "This answer could not be saved. Please try again.") from None

@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from chat.live.checkpoint import initial_checkpoint, resume_point
-from chat.live.events import append_event
+from chat.live.events import append_event, sqlite_write_lock
 from chat.models import ChatSession, LiveTurn, LiveTurnEvent
 
 __all__ = [
@@ -64,7 +64,7 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
         raise SessionNotFoundError(str(session_id))
     turn = LiveTurn(session_id=session_id, user=user, user_message=message, prompt_version=prompt_version)
     try:
-        with transaction.atomic():
+        with sqlite_write_lock(), transaction.atomic():
             turn.save(force_insert=True)
             turn.checkpoint = initial_checkpoint(turn)
             turn.save(update_fields=["checkpoint"])
@@ -93,7 +93,7 @@ def turn_claim_stale(
     claimed = []
     for candidate in candidates.values_list("pk", flat=True):
         token = uuid.uuid4()
-        with transaction.atomic():
+        with sqlite_write_lock(), transaction.atomic():
             won = LiveTurn.objects.filter(pk=candidate, status="running", heartbeat_at__lt=before).update(
                 worker_token=token, heartbeat_at=timezone.now(), resume_count=F("resume_count") + 1
             )
@@ -170,7 +170,8 @@ def _beat_forever() -> None:
             condition = Q()
             for turn_id, token in running:
                 condition |= Q(pk=turn_id, worker_token=token)
-            LiveTurn.objects.filter(condition, status="running").update(heartbeat_at=timezone.now())
+            with sqlite_write_lock():
+                LiveTurn.objects.filter(condition, status="running").update(heartbeat_at=timezone.now())
         except Exception:
             logger.warning("live turn heartbeat failed", exc_info=True)
         finally:

@@ -32,12 +32,15 @@ def _poll(turn_id: uuid.UUID, after: int) -> tuple[list[tuple[int, str, str]], b
     """New events, and whether the stream should end when there are none (the turn is over)."""
     # The thread's connection stays open between polls (a stream polls often);
     # WSGI closes it when the response ends, ASGI's pool threads keep theirs.
-    # Status first: the last event commits with the final status, so a turn
-    # read as over has all its events visible to the next query.
-    status = LiveTurn.objects.filter(pk=turn_id).values_list("status", flat=True).first()
     rows = events_after(turn_id, after)
     if rows:
         return rows, False
+    status = LiveTurn.objects.filter(pk=turn_id).values_list("status", flat=True).first()
+    if status != "running":
+        # The last event commits with the final status: read once more, in
+        # case it landed between the two queries.
+        rows = events_after(turn_id, after)
+        return rows, not rows
     if status == "running":
         for claimed_id, token in turn_claim_stale(turn_id=turn_id):
             start_worker(claimed_id, token)
