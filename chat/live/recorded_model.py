@@ -213,7 +213,7 @@ class RecordedModelServer:
         self.write_times: dict[str, list[float]] = {}
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self.httpd = _Server((host, port), _handler_for(self))
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -259,6 +259,11 @@ class RecordedModelServer:
                 self._attempts[key] = n + 1
                 step = attempts[min(n, len(attempts) - 1)]
         return script, step
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # a benchmark opens hundreds of streams at once
+    daemon_threads = True
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

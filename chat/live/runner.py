@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from chat.live.checkpoint import TurnState, load_state, save_checkpoint
 from chat.live.errors import TurnFailure, failure_from_exception
-from chat.live.events import LostTurnError, append_event, sqlite_write_lock
+from chat.live.events import EventWriter, LostTurnError, sqlite_write_lock
 from chat.live.model_step import StepStreamer
 from chat.live.prompts import system_prompt
 from chat.models import LiveTurn
@@ -84,11 +84,19 @@ class TurnRunner:
         self.state: TurnState = load_state(turn)
 
     def emit(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
-        self.state.event_seq = append_event(
-            self.turn.id, self.token, event, data, after=self.state.event_seq, finish=finish
-        )
+        self.writer.put(event, data, finish)
+        self.state.event_seq += 1
+        if finish:
+            self.writer.flush()
 
     def run(self) -> None:
+        self.writer = EventWriter(self.turn.id, self.token, after=self.state.event_seq)
+        try:
+            self._run()
+        finally:
+            self.writer.close()
+
+    def _run(self) -> None:
         try:
             while True:
                 message = self.model_step()
@@ -137,6 +145,7 @@ class TurnRunner:
         self.state.messages.append({"role": "assistant", "content": message["content"]})
         self.state.messages.append({"role": "user", "content": results})
         self.state.step += 1
+        self.writer.flush()  # the checkpoint's eventSeq must be in the log
         save_checkpoint(self.turn.id, self.token, self.state)
 
     def run_tool(self, block: dict[str, Any]) -> dict[str, Any]:
