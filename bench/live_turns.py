@@ -25,6 +25,7 @@ Figures, each beside the baseline it is measured against in the same run:
 - **event log cost per event**: `append_event` (ownership check, insert,
   notify) against a bare INSERT of the same row, median (goal: <= 2 ms more).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,17 +60,44 @@ def ms(value: float) -> str:
 
 
 def answer_script(delay_ms: float) -> dict[str, Any]:
-    cite = {"type": "search_result_location", "source": "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md",
-            "title": "Sapphire Preferred pricing and terms", "cited_text": "fee", "search_result_index": 0,
-            "start_block_index": 0, "end_block_index": 1}
+    cite = {
+        "type": "search_result_location",
+        "source": "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md",
+        "title": "Sapphire Preferred pricing and terms",
+        "cited_text": "fee",
+        "search_result_index": 0,
+        "start_block_index": 0,
+        "end_block_index": 1,
+    }
     sentence = "Your card's annual fee is $95, and purchases cost 20.24% to 27.24% a year. "
-    return {"name": "bench", "delay_ms": delay_ms, "steps": [
-        {"message": {"stop_reason": "tool_use", "content": [
-            {"type": "tool_use", "id": "toolu_b1", "name": "read_credit_card_document",
-             "input": {"path": "chase/sapphire-preferred/pricing.md"}}]}},
-        {"message": {"stop_reason": "end_turn", "content": [
-            {"type": "text", "text": sentence * 4, "citations": [cite]}, {"type": "text", "text": sentence * 4}]}},
-    ]}
+    return {
+        "name": "bench",
+        "delay_ms": delay_ms,
+        "steps": [
+            {
+                "message": {
+                    "stop_reason": "tool_use",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_b1",
+                            "name": "read_credit_card_document",
+                            "input": {"path": "chase/sapphire-preferred/pricing.md"},
+                        }
+                    ],
+                }
+            },
+            {
+                "message": {
+                    "stop_reason": "end_turn",
+                    "content": [
+                        {"type": "text", "text": sentence * 4, "citations": [cite]},
+                        {"type": "text", "text": sentence * 4},
+                    ],
+                }
+            },
+        ],
+    }
 
 
 class Stream:
@@ -143,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:  # noqa: C901 - one linear script
+def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:
     import anthropic
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
@@ -155,28 +183,60 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:  # no
     token = Token.objects.create(user=user).key
     other = ChatSession.objects.create(user=user, title="other")
     ChatLog.objects.bulk_create(
-        ChatLog(session=other, user=user, user_message=f"q{i}", response="a" * 400, prompt_version="v5") for i in range(20)
+        ChatLog(session=other, user=user, user_message=f"q{i}", response="a" * 400, prompt_version="v5")
+        for i in range(20)
     )
     model = RecordedModelServer([answer_script(args.delay_ms)]).start()
     port = _free_port()
-    env = {**os.environ, "ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "bench", "DJANGO_DEBUG": "false",
-           "DJANGO_LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        "ANTHROPIC_BASE_URL": model.base_url,
+        "ANTHROPIC_API_KEY": "bench",
+        "DJANGO_DEBUG": "false",
+        "DJANGO_LOG_LEVEL": "WARNING",
+    }
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "silvia.asgi:application", "--port", str(port), "--log-level", "warning",
-         "--no-access-log"], cwd=ROOT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "silvia.asgi:application",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     try:
         _wait_port(port)
-        print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}; "
-              f"{args.turns} concurrent turns; recorded model pacing {args.delay_ms:g} ms/event")
+        print(
+            f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}; "
+            f"{args.turns} concurrent turns; recorded model pacing {args.delay_ms:g} ms/event"
+        )
 
         # Baseline: the SDK reading the recorded model directly, same concurrency.
         client = anthropic.Anthropic(api_key="bench", base_url=model.base_url, max_retries=0)
         direct: list[float] = []
 
         def direct_stream() -> None:
-            messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_b1", "name": "read_credit_card_document", "input": {"path": "x"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_b1", "content": "x"}]}]
+            messages = [
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_b1",
+                            "name": "read_credit_card_document",
+                            "input": {"path": "x"},
+                        }
+                    ],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_b1", "content": "x"}]},
+            ]
             received: list[float] = []
             with client.messages.stream(model="m", max_tokens=10, messages=messages) as stream:  # type: ignore[arg-type]
                 for event in stream:
@@ -193,8 +253,10 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:  # no
         idle = [_get(port, get_path, token) for _ in range(200)]
 
         # The load: concurrent turns, GETs of another session beside them.
-        streams = [Stream(port, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "fees?"})
-                   for _ in range(args.turns)]
+        streams = [
+            Stream(port, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "fees?"})
+            for _ in range(args.turns)
+        ]
         loaded: list[float] = []
         stop = threading.Event()
 
@@ -208,7 +270,10 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:  # no
         stop.set()
         getter_thread.join()
 
-        first_event, first_text, ours, stalls, failed = [], [], [], 0, 0
+        first_event: list[float] = []
+        first_text: list[float] = []
+        ours: list[float] = []
+        stalls = failed = 0
         for s in streams:
             if not s.events or s.events[-1][1] != "done":
                 failed += 1
@@ -219,22 +284,38 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:  # no
             msg_id = next(data["id"] for _, name, data in s.events if name == "message")
             texts = [t for t, name, data in s.events if name == "text" and data["text"] != "\n\n"]
             writes = model.write_times[msg_id]
-            ours.extend(r - w for r, w in zip(texts[-len(writes):], writes, strict=True))
+            ours.extend(r - w for r, w in zip(texts[-len(writes) :], writes, strict=True))
 
         print(f"\nturns: {len(streams) - failed} done, {failed} failed; stalls (> 1 s gap): {stalls}")
-        print(f"  time to first event (turn)     median {ms(statistics.median(first_event))}  p99 {ms(pct(first_event, .99))}")
-        print(f"  time to first text             median {ms(statistics.median(first_text))}  p99 {ms(pct(first_text, .99))}")
+        print(
+            f"  first event (turn)          median {ms(statistics.median(first_event))}  p99 {ms(pct(first_event, 0.99))}"
+        )
+        print(
+            f"  time to first text          median {ms(statistics.median(first_text))}  p99 {ms(pct(first_text, 0.99))}"
+        )
         print("added latency per event (model write -> client read):")
-        print(f"  baseline: SDK straight from the model  median {ms(statistics.median(direct))}  p99 {ms(pct(direct, .99))}")
-        print(f"  through our server + event log         median {ms(statistics.median(ours))}  p99 {ms(pct(ours, .99))}")
-        print(f"  added by the server                    median {ms(statistics.median(ours) - statistics.median(direct))}")
-        idle_p99, load_p99 = pct(idle, .99), pct(loaded, .99)
-        print(f"GET another session: idle p99 {ms(idle_p99)}, under load p99 {ms(load_p99)} ({len(loaded)} GETs); "
-              f"ratio {load_p99 / idle_p99:.2f} (goal <= 2)")
+        print(f"  baseline: SDK from the model  median {ms(statistics.median(direct))}  p99 {ms(pct(direct, 0.99))}")
+        print(
+            f"  through our server + event log         median {ms(statistics.median(ours))}  p99 {ms(pct(ours, 0.99))}"
+        )
+        print(
+            f"  added by the server                    median {ms(statistics.median(ours) - statistics.median(direct))}"
+        )
+        idle_p99, load_p99 = pct(idle, 0.99), pct(loaded, 0.99)
+        print(
+            f"GET another session: idle p99 {ms(idle_p99)}, under load p99 {ms(load_p99)} ({len(loaded)} GETs); "
+            f"ratio {load_p99 / idle_p99:.2f} (goal <= 2)"
+        )
 
         # Replay of a long finished turn.
-        turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="long", prompt_version="v5",
-                                       status="done", last_seq=args.replay_events)
+        turn = LiveTurn.objects.create(
+            session_id=uuid.uuid4(),
+            user=user,
+            user_message="long",
+            prompt_version="v5",
+            status="done",
+            last_seq=args.replay_events,
+        )
         LiveTurnEvent.objects.bulk_create(
             LiveTurnEvent(turn=turn, seq=i, event="text", data=json.dumps({"text": f"word {i} "}))
             for i in range(1, args.replay_events + 1)
@@ -243,8 +324,10 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:  # no
         for _ in range(20):
             replay.append(_first_byte(port, f"/api/chat/turns/{turn.id}/events?after=0", token))
             trivial.append(_first_byte(port, "/api/chat/sessions/", token))
-        print(f"replay of a {args.replay_events}-event turn to its first event: median {ms(statistics.median(replay))} "
-              f"(goal <= 50 ms); a plain authenticated GET: {ms(statistics.median(trivial))}")
+        print(
+            f"replay of a {args.replay_events}-event turn to its first event: median {ms(statistics.median(replay))} "
+            f"(goal <= 50 ms); a plain authenticated GET: {ms(statistics.median(trivial))}"
+        )
 
         _event_log_cost(user)
         return 0 if not failed else 1
@@ -263,8 +346,9 @@ def _event_log_cost(user: Any) -> None:
     turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="cost", prompt_version="v5")
     appended, bare = [], []
     data = {"text": "Your card's a"}
-    raw_turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="raw", prompt_version="v5",
-                                       status="done")
+    raw_turn = LiveTurn.objects.create(
+        session_id=uuid.uuid4(), user=user, user_message="raw", prompt_version="v5", status="done"
+    )
     table = LiveTurnEvent._meta.db_table
     for i in range(1, 1001):
         started = time.perf_counter()
@@ -272,12 +356,16 @@ def _event_log_cost(user: Any) -> None:
         appended.append(time.perf_counter() - started)
         started = time.perf_counter()
         with connection.cursor() as cursor:
-            cursor.execute(f"INSERT INTO {table} (turn_id, seq, event, data) VALUES (%s, %s, %s, %s)",
-                           [raw_turn.id.hex if connection.vendor == "sqlite" else raw_turn.id, i, "text", json.dumps(data)])
+            cursor.execute(
+                f"INSERT INTO {table} (turn_id, seq, event, data) VALUES (%s, %s, %s, %s)",
+                [raw_turn.id.hex if connection.vendor == "sqlite" else raw_turn.id, i, "text", json.dumps(data)],
+            )
         bare.append(time.perf_counter() - started)
     added = statistics.median(appended) - statistics.median(bare)
-    print(f"event log per event: append_event median {ms(statistics.median(appended))}, bare INSERT "
-          f"{ms(statistics.median(bare))}; added {ms(added)} (goal <= 2 ms)")
+    print(
+        f"event log per event: append_event median {ms(statistics.median(appended))}, bare INSERT "
+        f"{ms(statistics.median(bare))}; added {ms(added)} (goal <= 2 ms)"
+    )
 
 
 def _threads(targets: list[Any]) -> None:

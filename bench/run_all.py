@@ -6,7 +6,8 @@ Runs, each in its own process, printing its figures as it goes:
 
 1. `get_session.py` on PostgreSQL and SQLite (2,000 messages, 20 runs);
 2. `derive.py` at 10,000 and 100,000 rows;
-3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent).
+3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
+4. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers).
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("backfill needs PostgreSQL: skipped")
     else:
         results.append(_run("backfill: backfill_citation_targets vs raw psycopg", ["bench/backfill.py", "--rows", "20000", "--database-url", server_url]))
+
+    live = ["bench/live_turns.py", "--turns", "20"]
+    results.append(_run("live_turns: 20 concurrent SSE turns vs the SDK read straight, SQLite", live))
+    if reason is None:
+        results.append(_run("live_turns: the same, PostgreSQL", [*live, "--database-url", server_url]))
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

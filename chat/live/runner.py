@@ -22,7 +22,7 @@ from typing import Any
 import anthropic
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from chat.live.checkpoint import TurnState, load_state, save_checkpoint
@@ -120,6 +120,10 @@ class TurnRunner:
             self.fail(classified)
 
     def model_step(self) -> dict[str, Any]:
+        # The writer thread holds the turn's connection while it streams; this
+        # thread's own one would sit idle for the whole step (one per turn on
+        # a busy server), so it is closed and reopened for the next write.
+        connection.close()
         streamer = StepStreamer(self.state.position, self.state.registry, self.emit)
         request: dict[str, Any] = {
             "model": settings.ANTHROPIC_MODEL,
