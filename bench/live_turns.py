@@ -287,12 +287,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:
             ours.extend(r - w for r, w in zip(texts[-len(writes) :], writes, strict=True))
 
         print(f"\nturns: {len(streams) - failed} done, {failed} failed; stalls (> 1 s gap): {stalls}")
-        print(
-            f"  first event (turn)          median {ms(statistics.median(first_event))}  p99 {ms(pct(first_event, 0.99))}"
-        )
-        print(
-            f"  time to first text          median {ms(statistics.median(first_text))}  p99 {ms(pct(first_text, 0.99))}"
-        )
+        for label, values in (("first event (turn)", first_event), ("first text", first_text)):
+            print(f"  {label:<28}median {ms(statistics.median(values))}  p99 {ms(pct(values, 0.99))}")
         print("added latency per event (model write -> client read):")
         print(f"  baseline: SDK from the model  median {ms(statistics.median(direct))}  p99 {ms(pct(direct, 0.99))}")
         print(
