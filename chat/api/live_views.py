@@ -77,9 +77,12 @@ class TurnCreateView(APIView):
         session_uuid = parse_uuid(session_id)
         if session_uuid is None:
             raise NotFound()
-        body = TurnRequestSerializer(data=request.data if isinstance(request.data, dict) else {})
         if not isinstance(request.data, dict):
             raise ValidationError({"non_field_errors": ["Expected a JSON object with a 'message'."]})
+        if "message" in request.data and not isinstance(request.data["message"], str):
+            # DRF's CharField would turn 12 into "12": a message is text.
+            raise ValidationError({"message": ["Expected a string."]})
+        body = TurnRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
             turn = turn_start(
