@@ -1,17 +1,19 @@
 # Two commands on a fresh machine (python3 >= 3.11 and make):
-#   make run    virtualenv, install, migrate SQLite, demo data, serve on 127.0.0.1:8000
+#   make run    virtualenv, install, migrate SQLite, demo data, serve on 127.0.0.1:8000 (uvicorn)
+#   make run-recorded   the same, with the recorded model (not Claude) answering live turns
 #   make test   the test suite (SQLite; set DATABASE_URL for PostgreSQL)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1:8000
+RECORDED_PORT ?= 8765
 
 # Files the static checks (ruff, mypy) cover in CI: those that pass today.
 # After the tree-wide cleanup this becomes `.` and mypy drops
 # --follow-imports=silent (which keeps errors of unlisted modules out).
 CHECKED ?= manage.py silvia tests/test_deploy.py tests/test_privacy_logs.py tests/test_control_chars.py tests/test_log_filters.py tests/uvicorn_server.py
 
-.PHONY: install run test bench check lock clean
+.PHONY: install run run-recorded test bench check lock clean
 
 # constraints.txt pins every package, direct and transitive (`make lock` regenerates it).
 $(BIN)/.installed: requirements.txt constraints.txt
@@ -22,12 +24,18 @@ $(BIN)/.installed: requirements.txt constraints.txt
 
 install: $(BIN)/.installed
 
-# The demo serves with DEBUG on (local only) so runserver serves the admin's CSS.
+# The demo serves with DEBUG on (local only) so the server serves the admin's CSS.
 run: export DJANGO_DEBUG ?= true
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
-	$(BIN)/python manage.py runserver $(HOST)
+	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
+
+# The demo with the RECORDED model (not Claude) answering live turns: no API key needed.
+run-recorded: install
+	$(BIN)/python manage.py serve_recorded_model --port $(RECORDED_PORT) & pid=$$!; \
+	trap 'kill $$pid' EXIT INT TERM; \
+	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

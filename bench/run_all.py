@@ -9,6 +9,7 @@ Runs, each in its own process, printing its figures as it goes:
 3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 4. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs).
 5. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list).
+6. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers).
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -84,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         notes.append("admin on PostgreSQL skipped")
     results.append(_run(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
+    live = ["bench/live_turns.py", "--turns", "20"]
+    results.append(_run("live_turns: 20 concurrent SSE turns vs the SDK read straight, SQLite", live))
+    if reason is None:
+        results.append(_run("live_turns: the same, PostgreSQL", [*live, "--database-url", server_url]))
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

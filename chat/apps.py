@@ -22,3 +22,6 @@ class ChatConfig(AppConfig):
 
     def ready(self) -> None:
         connection_created.connect(_register_sqlite_functions, dispatch_uid="chat.sqlite_functions")
+        # Import the turn runner (and the anthropic SDK, about a second to
+        # import) at startup, not inside the first live turn.
+        from chat.live import runner  # noqa: F401

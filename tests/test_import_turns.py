@@ -237,3 +237,17 @@ def test_usernames_are_checked_before_a_user_is_created(tmp_path, db, options, m
     code, _, err = _run(path, **options)
     assert code == 1 and message in err
     assert get_user_model().objects.count() == 0
+
+
+def test_citation_types_not_recorded_are_counted_in_the_summary(tmp_path, maya):
+    # SPEC 6: a char_location citation is not stored, but reported by type.
+    record = _record(7)
+    citations = record["events"][1]["message"]["content"][0]["citations"]
+    citations.append({"type": "char_location", "cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1})
+    citations.append({"type": "char_location", "cited_text": "y", "document_index": 0, "start_char_index": 1, "end_char_index": 2})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(record))
+    code, out, _ = _run(path)
+    assert code == 0
+    assert out.strip().endswith("; citations not recorded 2 (char_location 2)")
+    assert len(ChatLog.objects.get().inline_citations) == 1

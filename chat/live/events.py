@@ -1,0 +1,253 @@
+"""The durable event log of live turns (SPEC section 11).
+
+Every SSE event is appended to `chat_live_turn_events` by the turn's worker
+*before* any client sees it; the SSE views only tail the log. So a client
+that reconnects (`Last-Event-ID`), or another server process, reads exactly
+what the first client read.
+
+Waking the tails: an in-process notifier wakes streams served by the process
+that runs the turn at once; on PostgreSQL a `NOTIFY` (one `LISTEN`
+connection per process, `chat.live.listener`) wakes the others; on SQLite the
+others poll (`LIVE_TURN_POLL_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+from django.db import connection, transaction
+
+from chat.models import LiveTurn, LiveTurnEvent
+
+__all__ = [
+    "FINAL_EVENTS",
+    "NOTIFY_CHANNEL",
+    "LostTurnError",
+    "append_event",
+    "events_after",
+    "format_sse",
+    "notifier",
+]
+
+#: Events after which a turn's stream closes.
+FINAL_EVENTS = frozenset({"done", "error"})
+NOTIFY_CHANNEL = "silvia_live_turns"
+
+
+class LostTurnError(Exception):
+    """The worker no longer owns the turn: a resumer claimed it (its heartbeat was stale) or it ended."""
+
+
+def format_sse(seq: int, event: str, data: str) -> bytes:
+    """One SSE frame: `id: <seq>`, `event: <name>`, `data: <json>` (one line: JSON has no raw newline)."""
+    return f"id: {seq}\nevent: {event}\ndata: {data}\n\n".encode()
+
+
+def encode(data: Any) -> str:
+    """The `data:` JSON text of an event (UTF-8, non-ASCII kept, no newline)."""
+    return orjson.dumps(data).decode()
+
+
+def append_event(
+    turn_id: uuid.UUID, token: uuid.UUID, event: str, data: Any, *, after: int, finish: dict[str, Any] | None = None
+) -> int:
+    """Append one event after event id `after` (the worker's last) and return its id, `after + 1`.
+
+    `finish` holds `LiveTurn` fields written in the same statement (the
+    status of a `done` or `error` event), so no reader sees the last event
+    of a turn that still looks running.
+
+    Raises `LostTurnError` when `token` is no longer the turn's worker token
+    (another worker resumed it) or the log moved past `after`, so a stale
+    worker never writes. The UPDATE holds the turn's row until commit, so ids
+    are gapless and increasing. Two statements and a commit.
+    """
+    return append_events(turn_id, token, [(event, data)], after=after, finish=finish)
+
+
+def append_events(
+    turn_id: uuid.UUID,
+    token: uuid.UUID,
+    events: list[tuple[str, Any]],
+    *,
+    after: int,
+    finish: dict[str, Any] | None = None,
+) -> int:
+    """`append_event` for several events in one transaction; returns the last id, `after + len(events)`."""
+    last = after + len(events)
+    rows = [
+        LiveTurnEvent(turn_id=turn_id, seq=after + i, event=event, data=encode(data))
+        for i, (event, data) in enumerate(events, 1)
+    ]
+    with sqlite_write_lock(), transaction.atomic():
+        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running", last_seq=after).update(
+            last_seq=last, **(finish or {})
+        )
+        if not updated:
+            raise LostTurnError(str(turn_id))
+        LiveTurnEvent.objects.bulk_create(rows)
+        notify_commit(turn_id)
+    return last
+
+
+class EventWriter:
+    """Appends a worker's events from a thread of its own, batching what queues up meanwhile.
+
+    The worker reading the model stream never waits for the database: under
+    load, the events that arrive while one batch commits go in the next
+    transaction, so the cost per event falls as the load grows, and an idle
+    turn still writes each event at once. Events are still in the log before
+    any client sees them (clients only read the log). `flush()` waits until
+    everything queued is written; `put` and `flush` raise the writer's error
+    (`LostTurnError` when another worker took the turn over).
+    """
+
+    def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int) -> None:
+        self.turn_id, self.token, self.written = turn_id, token, after
+        self._queue: list[tuple[str, Any, dict[str, Any] | None]] = []
+        self._cond = threading.Condition()
+        self._busy = False
+        self._closed = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"live-turn-writer-{turn_id}", daemon=True)
+        self._thread.start()
+
+    def put(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
+        with self._cond:
+            if self.error is not None:
+                raise self.error
+            self._queue.append((event, data, finish))
+            self._cond.notify_all()
+
+    def flush(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.error is not None or (not self._queue and not self._busy))
+            if self.error is not None:
+                raise self.error
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    self._cond.wait_for(lambda: bool(self._queue) or self._closed)
+                    if not self._queue or self.error is not None:
+                        return
+                    # A batch ends at an event that finishes the turn (it is the last one).
+                    cut = next((i + 1 for i, item in enumerate(self._queue) if item[2]), len(self._queue))
+                    batch, self._queue = self._queue[:cut], self._queue[cut:]
+                    self._busy = True
+                try:
+                    written = append_events(
+                        self.turn_id, self.token, [(e, d) for e, d, _ in batch], after=self.written, finish=batch[-1][2]
+                    )
+                except BaseException as error:
+                    with self._cond:
+                        self.error, self._busy = error, False
+                        self._cond.notify_all()
+                    return
+                with self._cond:
+                    self.written, self._busy = written, False
+                    self._cond.notify_all()
+        finally:
+            connection.close()
+
+
+_sqlite_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def sqlite_write_lock() -> Iterator[None]:
+    """On SQLite, one writer at a time within this process.
+
+    SQLite has one write lock per database; threads that wait for it in
+    SQLite's busy handler sleep in growing steps (up to 100 ms), which would
+    stall every stream. A Python lock hands it over at once. Every write
+    transaction of live turns takes it *before* `BEGIN` (it is reentrant),
+    so no thread waits for it while holding SQLite's lock. PostgreSQL locks
+    rows, so nothing is held there.
+    """
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with _sqlite_lock:
+        yield
+
+
+def notify_commit(turn_id: uuid.UUID) -> None:
+    """Wake every tail of `turn_id` once the current transaction commits."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, str(turn_id)])
+    transaction.on_commit(lambda: notifier.notify(str(turn_id)))
+
+
+def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
+    """The turn's events with `seq > after`, oldest first, as `(seq, event, data)`. One query."""
+    rows: Iterable[tuple[int, str, str]] = (
+        LiveTurnEvent.objects.filter(turn_id=turn_id, seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "event", "data")[:limit]
+    )
+    return list(rows)
+
+
+class Notifier:
+    """In-process wake-ups per turn: a version counter plus waiting threads and event loops."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._versions: dict[str, int] = {}
+        self._async: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+
+    def version(self, turn_id: str) -> int:
+        with self._lock:
+            return self._versions.get(turn_id, 0)
+
+    def notify(self, turn_id: str) -> None:
+        with self._lock:
+            self._versions[turn_id] = self._versions.get(turn_id, 0) + 1
+            waiters = list(self._async.get(turn_id, ()))
+            self._cond.notify_all()
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def wait(self, turn_id: str, seen: int, timeout: float) -> None:
+        """Block until `turn_id` moves past version `seen` or `timeout` seconds pass."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._versions.get(turn_id, 0) != seen, timeout=timeout)
+
+    async def wait_async(self, turn_id: str, seen: int, timeout: float) -> None:
+        """`wait` for an event loop: no thread is held while waiting."""
+        event = asyncio.Event()
+        key = (asyncio.get_running_loop(), event)
+        with self._lock:
+            if self._versions.get(turn_id, 0) != seen:
+                return
+            self._async.setdefault(turn_id, set()).add(key)
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                waiting = self._async.get(turn_id)
+                if waiting is not None:
+                    waiting.discard(key)
+                    if not waiting:
+                        del self._async[turn_id]
+
+
+notifier = Notifier()
