@@ -10,7 +10,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0002_backfill_citation_targets"),
+        ("chat", "0003_admin_reads_json"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,4 +1,4 @@
-"""The tools a live turn offers the model: only those that are configured (issue 8)."""
+"""The tools a live turn offers the model: only those that are configured (docs/live.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from django.utils.module_loading import import_string
 
 from chat.tools.base import ToolExecutor
 from chat.tools.library import library_readers
+from chat.tools.python import execute_python_tool
+from chat.tools.search_web import search_web_tool
+from finance.sql_tool import execute_sql_tool
 
 __all__ = ["configured_tools"]
 
@@ -18,17 +21,18 @@ def configured_tools() -> list[ToolExecutor]:
     factory that returns an executor, or None when not configured (no key, or
     switched off), in which case the model is not offered it:
     `chat.tools.search_web.search_web_tool()`, `chat.tools.python.execute_python_tool()`
-    and `finance.sql_tool.execute_sql_tool()` (wired on merge).
+    and `finance.sql_tool.execute_sql_tool()`. A factory named in
+    `LIVE_TOOL_FACTORIES` is added last and replaces a tool of the same name.
     """
-    tools: list[ToolExecutor] = [*library_readers()]
-    # --- optional tools (wired on merge) -------------------------------------
-    # for factory in (execute_sql_tool, search_web_tool, execute_python_tool):
-    #     tool = factory()
-    #     if tool is not None:
-    #         tools.append(tool)
-    # Deployment-specific factories (dotted paths, `LIVE_TOOL_FACTORIES`), same contract.
+    tools: dict[str, ToolExecutor] = {tool.name: tool for tool in library_readers()}
+    for factory in (execute_sql_tool, search_web_tool, execute_python_tool):
+        optional = factory()
+        if optional is not None:
+            tools[optional.name] = optional
+    # Deployment-specific factories (dotted paths, `LIVE_TOOL_FACTORIES`), same
+    # contract; one that returns a tool of a name already offered replaces it.
     for path in settings.LIVE_TOOL_FACTORIES:
-        tool = import_string(path)()
-        if tool is not None:
-            tools.append(tool)
-    return tools
+        extra = import_string(path)()
+        if extra is not None:
+            tools[extra.name] = extra
+    return list(tools.values())
