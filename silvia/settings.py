@@ -27,10 +27,13 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "chat",
+    "pages",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves collected static files in production, with far-future caching.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "silvia.middleware.RejectNulInQueryString",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -82,6 +85,16 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# Pages (SPEC section 14): Django's sign-in, then the sessions page.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "pages:session-list"
+LOGOUT_REDIRECT_URL = "login"
+# whitenoise also finds the apps' static files without `collectstatic`, so a
+# fresh clone served by uvicorn has its CSS (collectstatic still gives hashed,
+# compressed copies under STATIC_ROOT when run).
+WHITENOISE_USE_FINDERS = True
+(BASE_DIR / "var" / "static").mkdir(exist_ok=True)
 
 REST_FRAMEWORK = {
     # Token first so that an unauthenticated request gets 401 with

@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 from chat.models import ChatSession
 
 DEMO_USER = "maya"
+DEMO_PASSWORD = "silvia-demo"  # signs in to the pages; a local demo only
 STAFF_USER = "admin"
 STAFF_PASSWORD = "admin"
 
@@ -30,6 +31,9 @@ class Command(BaseCommand):
         users = get_user_model()
         maya, _ = users.objects.get_or_create(username=DEMO_USER)
         token, _ = Token.objects.get_or_create(user=maya)
+        if not maya.password or not maya.has_usable_password():
+            maya.set_password(DEMO_PASSWORD)
+            maya.save(update_fields=["password"])
         if not users.objects.filter(username=STAFF_USER).exists():
             users.objects.create_superuser(STAFF_USER, password=STAFF_PASSWORD)
 
@@ -45,4 +49,5 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/{session.id}/ | python3 -m json.tool"
             )
+        self.stdout.write(f"Pages: {base_url}/ (user {DEMO_USER}, password {DEMO_PASSWORD})")
         self.stdout.write(f"Admin: {base_url}/admin/ (user {STAFF_USER}, password {STAFF_PASSWORD})")

@@ -1,0 +1,80 @@
+"""Thin page views: a selector, a presenter, a template (SPEC section 14)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from chat.selectors import session_get_for_user, session_list_for_user, session_messages
+from pages.presenters import answer_pieces
+from pages.selectors import account_for_segment, account_names_for_user, portfolio_of
+
+SESSIONS_PER_PAGE = 50
+"""The API's page size (SPEC section 10), so both list the same sessions per page."""
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """`/`: the sessions page for a signed-in user, the sign-in page otherwise."""
+    return redirect("pages:session-list" if request.user.is_authenticated else "login")
+
+
+def _ask_context() -> dict[str, Any]:
+    return {"model_configured": bool(getattr(settings, "ANTHROPIC_CONFIGURED", False))}
+
+
+@login_required
+def session_list(request: HttpRequest) -> HttpResponse:
+    """`/chat/`: the caller's sessions, most recently active first, 50 a page (`?page=N`)."""
+    page = Paginator(session_list_for_user(user=request.user), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "pages/session_list.html", {"page": page, "new_session_id": uuid.uuid4()})
+
+
+@login_required
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
+    """`/chat/<session id>/`: each turn with chips on its cited spans; 404 unless the caller's."""
+    session = session_get_for_user(session_id=session_id, user=request.user)
+    if session is None:
+        raise Http404("No such conversation.")
+    names = account_names_for_user(user=request.user)
+    turns = []
+    for log in session_messages(session=session):
+        pieces, stray = answer_pieces(log.response, log.inline_citations, account_names=names)
+        turns.append({"log": log, "pieces": pieces, "stray": stray})
+    context = {
+        "session": session,
+        "session_id": session.id,
+        "turns": turns,
+        "account_names": names,
+        "nav": "chat",
+        **_ask_context(),
+    }
+    return render(request, "pages/session_detail.html", context)
+
+
+@login_required
+def session_new(request: HttpRequest) -> HttpResponse:
+    """`/chat/new/`: an empty conversation with a fresh id; its first question creates it."""
+    names = account_names_for_user(user=request.user)
+    context = {"session": None, "session_id": uuid.uuid4(), "turns": [], "account_names": names, **_ask_context()}
+    return render(request, "pages/session_detail.html", context)
+
+
+@login_required
+def account_detail(request: HttpRequest, segment: str) -> HttpResponse:
+    """`/accounts/<segment>`: one of the caller's accounts; 404 for another user's or an unknown id."""
+    account = account_for_segment(user=request.user, segment=segment)
+    if account is None:
+        raise Http404("No such account.")
+    return render(request, "pages/account.html", {"account": account, "nav": "portfolio"})
+
+
+@login_required
+def portfolio(request: HttpRequest) -> HttpResponse:
+    """`/portfolio/`: the caller's accounts, balances and holdings."""
+    return render(request, "pages/portfolio.html", {"portfolio": portfolio_of(user=request.user), "nav": "portfolio"})
