@@ -138,24 +138,23 @@ def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> 
     entry = citation if isinstance(citation, dict) else {}
     source, title, cited = _text(entry.get("source")), _text(entry.get("title")), _text(entry.get("cited_text"))
     target = parse_citation_target(entry.get("target"))
-    common = {"title": title, "cited_text": cited}
     if isinstance(target, AccountTarget):
         label = account_names.get(target.account_id) or title or "Account"
-        return Chip("account", label, account_path(target.account_id), **common)
+        return Chip("account", label, account_path(target.account_id), title=title, cited_text=cited)
     if isinstance(target, AccountsTarget):
         links = _account_links(target, account_names, title)
-        return Chip("accounts", f"{len(links)} accounts", accounts=links, **common)
+        return Chip("accounts", f"{len(links)} accounts", accounts=links, title=title, cited_text=cited)
     if isinstance(target, PortfolioTarget):
-        return Chip("portfolio", "Your portfolio", PORTFOLIO_PATH, **common)
+        return Chip("portfolio", "Your portfolio", PORTFOLIO_PATH, title=title, cited_text=cited)
     if isinstance(target, MarketDataTarget):
-        return Chip("market_data", target.ticker, **common)
+        return Chip("market_data", target.ticker, title=title, cited_text=cited)
     if isinstance(target, AnalysisTarget):
-        return Chip("analysis", "Live data" if source == FINNHUB_SOURCE else "Analysis", **common)
+        return Chip("analysis", "Live data" if source == FINNHUB_SOURCE else "Analysis", title=title, cited_text=cited)
     if isinstance(target, (WebTarget, *_LIBRARY)):
         url = target.url
         href = safe_href(url)
         label = title or (_host(url) if href and url else "") or source or "Document"
-        return Chip(target.kind, label, href, href is not None, **common)
+        return Chip(target.kind, label, href, href is not None, title=title, cited_text=cited)
     return _fallback(source, title, cited)
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -24,6 +25,11 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("pages:session-list" if request.user.is_authenticated else "login")
 
 
+def _caller(request: HttpRequest) -> AbstractBaseUser:
+    # Every view below is `login_required`, so the user is a real one.
+    return cast(AbstractBaseUser, request.user)
+
+
 def _ask_context() -> dict[str, Any]:
     return {"model_configured": bool(getattr(settings, "ANTHROPIC_CONFIGURED", False))}
 
@@ -31,17 +37,17 @@ def _ask_context() -> dict[str, Any]:
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
     """`/chat/`: the caller's sessions, most recently active first, 50 a page (`?page=N`)."""
-    page = Paginator(session_list_for_user(user=request.user), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(session_list_for_user(user=_caller(request)), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "pages/session_list.html", {"page": page, "new_session_id": uuid.uuid4()})
 
 
 @login_required
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     """`/chat/<session id>/`: each turn with chips on its cited spans; 404 unless the caller's."""
-    session = session_get_for_user(session_id=session_id, user=request.user)
+    session = session_get_for_user(session_id=session_id, user=_caller(request))
     if session is None:
         raise Http404("No such conversation.")
-    names = account_names_for_user(user=request.user)
+    names = account_names_for_user(user=_caller(request))
     turns = []
     for log in session_messages(session=session):
         pieces, stray = answer_pieces(log.response, log.inline_citations, account_names=names)
@@ -60,7 +66,7 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
 @login_required
 def session_new(request: HttpRequest) -> HttpResponse:
     """`/chat/new/`: an empty conversation with a fresh id; its first question creates it."""
-    names = account_names_for_user(user=request.user)
+    names = account_names_for_user(user=_caller(request))
     context = {"session": None, "session_id": uuid.uuid4(), "turns": [], "account_names": names, **_ask_context()}
     return render(request, "pages/session_detail.html", context)
 
@@ -68,7 +74,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def account_detail(request: HttpRequest, segment: str) -> HttpResponse:
     """`/accounts/<segment>`: one of the caller's accounts; 404 for another user's or an unknown id."""
-    account = account_for_segment(user=request.user, segment=segment)
+    account = account_for_segment(user=_caller(request), segment=segment)
     if account is None:
         raise Http404("No such account.")
     return render(request, "pages/account.html", {"account": account, "nav": "portfolio"})
@@ -77,4 +83,6 @@ def account_detail(request: HttpRequest, segment: str) -> HttpResponse:
 @login_required
 def portfolio(request: HttpRequest) -> HttpResponse:
     """`/portfolio/`: the caller's accounts, balances and holdings."""
-    return render(request, "pages/portfolio.html", {"portfolio": portfolio_of(user=request.user), "nav": "portfolio"})
+    return render(
+        request, "pages/portfolio.html", {"portfolio": portfolio_of(user=_caller(request)), "nav": "portfolio"}
+    )

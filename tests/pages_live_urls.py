@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.urls import path
 
 from chat.services import record_turn
@@ -62,7 +62,7 @@ def _sse(events: list[tuple[int, str, dict[str, Any]]]) -> Iterator[bytes]:
         yield f"id: {number}\nevent: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def start_turn(request: HttpRequest, session_id: str) -> HttpResponse:
+def start_turn(request: HttpRequest, session_id: str) -> HttpResponseBase:
     if not request.user.is_authenticated:
         return JsonResponse({"detail": "Authentication credentials were not provided."}, status=401)
     body = json.loads(request.body)
@@ -77,7 +77,7 @@ def start_turn(request: HttpRequest, session_id: str) -> HttpResponse:
     return StreamingHttpResponse(_sse(EVENTS[turn_id][:DROP_AFTER]), content_type="text/event-stream")
 
 
-def turn_events(request: HttpRequest, turn_id: str) -> HttpResponse:
+def turn_events(request: HttpRequest, turn_id: str) -> HttpResponseBase:
     last = request.headers.get("Last-Event-ID")
     RECONNECTS.append(last)
     after = int(last) if last else 0
