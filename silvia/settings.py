@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "chat",
     "pages",
+    "finance",
 ]
 
 MIDDLEWARE = [
@@ -142,3 +143,11 @@ LOGGING = {
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
     },
 }
+
+# The execute_sql tool (finance/sql_tool.py; README "The financial data and the SQL tool").
+FINANCE_SQL_TIMEOUT_MS = env.int("FINANCE_SQL_TIMEOUT_MS", default=5000)
+FINANCE_SQL_MAX_ROWS = env.int("FINANCE_SQL_MAX_ROWS", default=1000)
+FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
+# PostgreSQL roles the migration creates; empty means "<database name>_sql_reader" / "<database name>_sql_views".
+FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
+FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")

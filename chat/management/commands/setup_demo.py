@@ -10,16 +10,18 @@ from django.core.management.base import BaseCommand
 from rest_framework.authtoken.models import Token
 
 from chat.models import ChatSession
+from finance.demo import seed_demo_finance
 
 DEMO_USER = "maya"
 DEMO_PASSWORD = "silvia-demo"  # signs in to the pages; a local demo only
+OTHER_USER = "sam"
 STAFF_USER = "admin"
 STAFF_PASSWORD = "admin"
 
 
 class Command(BaseCommand):
     help = (
-        "Create the demo user 'maya' with an API token and a staff user 'admin' (password 'admin', local "
+        "Create the demo user 'maya' with an API token and demo financial data (and some for 'sam') and a staff user 'admin' (password 'admin', local "
         "demo only), import examples/turns, and print a curl command for one session. Safe to run again."
     )
 
@@ -36,6 +38,10 @@ class Command(BaseCommand):
             maya.save(update_fields=["password"])
         if not users.objects.filter(username=STAFF_USER).exists():
             users.objects.create_superuser(STAFF_USER, password=STAFF_PASSWORD)
+
+        sam, _ = users.objects.get_or_create(username=OTHER_USER)
+        accounts = seed_demo_finance(maya=maya, sam=sam)
+        self.stdout.write(f"Financial data: {accounts} accounts for {DEMO_USER} and {OTHER_USER}")
 
         call_command("import_turns", str(examples), create_users=True, stdout=self.stdout, stderr=self.stderr)
 

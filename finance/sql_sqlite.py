@@ -1,0 +1,154 @@
+"""Running one SELECT as a user on SQLite (SPEC 13).
+
+The query never touches the project's database file. It runs on a private
+in-memory database that holds only the caller's rows of the three views
+(copied from the views' own SQL with a user filter), so no SQL can reach
+anyone else's data: there is none to reach. On that connection an
+authorizer allows reading those tables and calling allowlisted functions
+only (no writes, PRAGMA, ATTACH, schema tables), a progress handler stops
+the query at the time limit, and SQLite's length limit bounds any one value.
+
+Copies are cached per (database, user) and rebuilt when the user's rows
+change (row counts and latest `updated_at` of each table, checked with one
+query per call) or after `CACHE_SECONDS`; each copy is used by one thread at a
+time.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from chat.tools.base import ToolError
+from finance.sql_values import rows_output
+from finance.view_sql import VIEW_NAMES, quote_ident, view_body
+
+CACHE_SECONDS = 60.0
+CACHE_USERS = 32
+
+ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
+    """
+    count sum total avg min max group_concat string_agg abs round coalesce ifnull iif nullif
+    lower upper length substr substring trim ltrim rtrim replace instr printf format
+    date time datetime julianday strftime unixepoch like glob ceil ceiling floor trunc sqrt pow power
+    exp ln log log10 log2 mod sign row_number rank dense_rank percent_rank cume_dist ntile lag lead
+    first_value last_value nth_value
+    """.split()
+)
+"""SQLite functions a query may call (aggregates, windows, math, text, dates; LIKE and GLOB are functions too)."""
+
+_VERSION_SQL = """SELECT
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_connection WHERE user_id = %s),
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_account WHERE user_id = %s),
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_holding WHERE user_id = %s),
+    (SELECT count(*) || '/' || coalesce(max(updated_at), '') FROM finance_security)"""
+
+
+class _Copy:
+    def __init__(self, connection: sqlite3.Connection, version: tuple[Any, ...]) -> None:
+        self.connection = connection
+        self.version = version
+        self.built = time.monotonic()
+        self.lock = threading.Lock()
+
+
+_copies: OrderedDict[tuple[str, int], _Copy] = OrderedDict()
+_copies_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every cached copy (tests; after bulk writes that bypass `updated_at`)."""
+    with _copies_lock:
+        _copies.clear()
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, database: str | None, source: str | None) -> int:
+    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_RECURSIVE):
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_READ:
+        # The copy holds nothing but the caller's three tables (and the query's
+        # own CTEs); only SQLite's schema tables are off limits.
+        return sqlite3.SQLITE_DENY if (arg1 or "").lower().startswith("sqlite_") else sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_FUNCTION:
+        return sqlite3.SQLITE_OK if (arg2 or "").lower() in ALLOWED_FUNCTIONS else sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_DENY
+
+
+def _build(connection: BaseDatabaseWrapper, user_id: int, version: tuple[Any, ...], max_chars: int) -> _Copy:
+    memory = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    with connection.cursor() as cursor:
+        for name in VIEW_NAMES:
+            cursor.execute(view_body(name, user_filter="a.user_id = %s"), [user_id])
+            columns = [column[0] for column in cursor.description]
+            memory.execute(f"CREATE TABLE {name} ({', '.join(quote_ident(c) for c in columns)})")
+            marks = ", ".join("?" * len(columns))
+            memory.executemany(f"INSERT INTO {name} VALUES ({marks})", cursor.fetchall())
+    # Only now lock the connection down: reads of the three tables, no writes,
+    # no ATTACH, no value longer than the text cap.
+    memory.set_authorizer(_authorize)
+    memory.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1000, max_chars * 4))
+    return _Copy(memory, version)
+
+
+def _copy_for(connection: BaseDatabaseWrapper, user_id: int, max_chars: int) -> _Copy:
+    with connection.cursor() as cursor:
+        cursor.execute(_VERSION_SQL, [user_id, user_id, user_id])
+        version = tuple(cursor.fetchone() or ())
+    key = (str(connection.settings_dict["NAME"]), user_id)
+    with _copies_lock:
+        copy = _copies.get(key)
+        if copy is not None and copy.version == version and time.monotonic() - copy.built < CACHE_SECONDS:
+            _copies.move_to_end(key)
+            return copy
+    copy = _build(connection, user_id, version, max_chars)
+    with _copies_lock:
+        _copies[key] = copy
+        _copies.move_to_end(key)
+        while len(_copies) > CACHE_USERS:
+            _copies.popitem(last=False)
+    return copy
+
+
+def run_query(
+    query: str, *, user_id: int, connection: BaseDatabaseWrapper, timeout_ms: int, max_rows: int, max_chars: int
+) -> dict[str, Any]:
+    """`{"columns", "rows"}` of `query` over user `user_id`'s rows only; raises `ToolError`."""
+    copy = _copy_for(connection, user_id, max_chars)
+    deadline = time.monotonic() + timeout_ms / 1000
+    with copy.lock:
+        memory = copy.connection
+        memory.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        try:
+            cursor = memory.execute(query)
+            columns = [column[0] for column in cursor.description or ()]
+            if not columns:
+                raise ToolError("only SELECT is allowed")
+            rows = cursor.fetchmany(max_rows + 1)
+            cursor.close()
+        except sqlite3.DatabaseError as error:
+            raise ToolError(_reason(error, timeout_ms)) from None
+        except sqlite3.Warning:  # "You can only execute one statement at a time."
+            raise ToolError("exactly one statement is allowed") from None
+        except (sqlite3.ProgrammingError, ValueError) as error:
+            raise ToolError(f"error: {str(error)[:300]}") from None
+        finally:
+            memory.set_progress_handler(None, 0)
+            if memory.in_transaction:
+                memory.rollback()
+    return rows_output(columns, rows, max_rows=max_rows, max_chars=max_chars)
+
+
+def _reason(error: sqlite3.DatabaseError, timeout_ms: int) -> str:
+    message = str(error).splitlines()[0][:300] if str(error) else "the query failed"
+    if message == "interrupted":
+        return f"the query ran longer than {timeout_ms / 1000:g} s and was stopped"
+    if message == "not authorized" or message.startswith("not authorized") or "prohibited" in message:
+        return f"not allowed: only SELECT over {', '.join(VIEW_NAMES)} with common functions"
+    if message.startswith("no such table"):
+        return f"{message}: only {', '.join(VIEW_NAMES)} can be read"
+    return f"error: {message}"
