@@ -1,38 +1,20 @@
-"""Reads for the pages, always scoped to the caller."""
+"""Reads for the pages, always scoped to the caller (SPEC sections 9 and 14)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.apps import apps
 from django.contrib.auth.models import AbstractBaseUser
+
+from finance.selectors import account_target_id, accounts_for_user
 
 
 def account_names_for_user(*, user: AbstractBaseUser) -> dict[str, str]:
-    """The caller's account ids (as a target carries them) mapped to each account's name.
+    """The caller's account ids, as a target carries them, mapped to each account's readable name.
 
-    Empty until the financial data app is installed.
+    Accounts that no target can name (a crypto wallet) are left out. One query.
     """
-    if not apps.is_installed("finance"):
-        return {}
-    from finance.selectors import accounts_for_user
-
-    return {account.target_account_id: account.name for account in accounts_for_user(user=user)}
-
-
-def account_for_segment(*, user: AbstractBaseUser, segment: str) -> Any | None:
-    """The caller's account an `/accounts/<segment>` path names (SPEC section 9), else None."""
-    if not apps.is_installed("finance"):
-        return None
-    from finance.selectors import account_get_for_user
-
-    return account_get_for_user(user=user, segment=segment)
-
-
-def portfolio_of(*, user: AbstractBaseUser) -> Any | None:
-    """The caller's portfolio (accounts, balances, holdings, totals), or None without financial data."""
-    if not apps.is_installed("finance"):
-        return None
-    from finance.selectors import portfolio_for_user
-
-    return portfolio_for_user(user=user)
+    names = {}
+    for account in accounts_for_user(user=user):
+        target_id = account_target_id(account)
+        if target_id is not None:
+            names[target_id] = account.label
+    return names

@@ -13,8 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from chat.selectors import session_get_for_user, session_list_for_user, session_messages
+from citations.urls import account_path
+from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
 from pages.presenters import answer_pieces
-from pages.selectors import account_for_segment, account_names_for_user, portfolio_of
+from pages.selectors import account_names_for_user
 
 SESSIONS_PER_PAGE = 50
 """The API's page size (SPEC section 10), so both list the same sessions per page."""
@@ -73,16 +75,22 @@ def session_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def account_detail(request: HttpRequest, segment: str) -> HttpResponse:
-    """`/accounts/<segment>`: one of the caller's accounts; 404 for another user's or an unknown id."""
-    account = account_for_segment(user=_caller(request), segment=segment)
+    """`/accounts/<segment>`: one of the caller's accounts; 404 for another user's or an unknown id (SPEC 9)."""
+    account = account_get_for_user(user=_caller(request), segment=segment)
     if account is None:
         raise Http404("No such account.")
-    return render(request, "pages/account.html", {"account": account, "nav": "portfolio"})
+    holdings = list(account.holdings.select_related("security").order_by("-institution_value", "id"))
+    return render(request, "pages/account.html", {"account": account, "holdings": holdings, "nav": "portfolio"})
 
 
 @login_required
 def portfolio(request: HttpRequest) -> HttpResponse:
-    """`/portfolio/`: the caller's accounts, balances and holdings."""
-    return render(
-        request, "pages/portfolio.html", {"portfolio": portfolio_of(user=_caller(request)), "nav": "portfolio"}
-    )
+    """`/portfolio/`: the caller's accounts with balances and holdings, and totals by currency."""
+    data = portfolio_for_user(user=_caller(request))
+    rows = []
+    for account in data.accounts:
+        target_id = account_target_id(account)
+        rows.append({"account": account, "href": account_path(target_id) if target_id else None})
+    holdings = [(row, holding) for row in rows for holding in row["account"].holdings.all()]
+    context = {"portfolio": data, "rows": rows, "holdings": holdings, "nav": "portfolio"}
+    return render(request, "pages/portfolio.html", context)
