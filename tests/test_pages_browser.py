@@ -15,6 +15,8 @@ from django.conf import settings
 from django.core.management import call_command
 
 from chat.models import ChatSession
+from finance.demo import seed_demo_finance
+from finance.models import Account
 from tests import pages_live_urls
 from tests.factories import ChatLogFactory, UserFactory
 
@@ -77,6 +79,7 @@ def demo(transactional_db):
     maya = UserFactory(username="maya")
     maya.set_password(PASSWORD)
     maya.save()
+    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
     return maya
 
 
@@ -106,14 +109,17 @@ def test_sign_in_and_open_each_account_of_the_two_cards_chip(page, live_server):
         first_turn.get_by_role("button", name="2 accounts").click()
         links = page.locator(".chip__pop:popover-open .chip__accounts a")
         assert links.count() == 2
+        name = Account.objects.get(user__username="maya", source_account_id=account_id).label
+        assert links.nth(index).inner_text() == name
         links.nth(index).click()
         page.wait_for_url(f"{live_server.url}/accounts/{account_id}")
+        assert page.get_by_role("heading", level=1).inner_text() == name
         page.go_back()
 
 
 def test_cited_text_opens_from_the_keyboard_and_closes_with_escape(page, live_server):
     page.goto(f"{live_server.url}/chat/{CARD_SESSION}/")
-    quote = page.get_by_role("button", name="Cited text: Checking").first
+    quote = page.get_by_role("button", name="Cited text: Chase Total Checking").first
     quote.focus()
     page.keyboard.press("Enter")
     popup = page.locator(".chip__pop:popover-open")
