@@ -81,3 +81,75 @@ class ChatLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.user_message[:60]}"
+
+
+class LiveTurnStatus(models.TextChoices):
+    """Where a live turn is (SPEC section 11): running, stored (`done`) or ended by an `error`."""
+
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+
+
+class LiveTurn(models.Model):
+    """A turn the service runs itself (SPEC section 11), durable across processes.
+
+    `id` is the turn id and, once stored, the `ai_chat_logs` row's id, so a
+    resumed turn that saves twice is stored once. `checkpoint` is the state
+    after the last tool round (`messages`, `events`, `citationTargets`,
+    `step`, ...; `chat.live.checkpoint`). The worker that runs the turn holds
+    `worker_token` and refreshes `heartbeat_at`; a turn whose heartbeat is
+    stale is claimed by exactly one resumer (a conditional UPDATE).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session_id = models.UUIDField(help_text="the chat session; the session row is written with the turn")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="live_turns")
+    user_message = models.TextField()
+    prompt_version = models.CharField(max_length=16, choices=PromptVersion.choices)
+    status = models.CharField(max_length=16, choices=LiveTurnStatus.choices, default=LiveTurnStatus.RUNNING)
+    checkpoint = models.JSONField(null=True, blank=True)
+    last_seq = models.PositiveIntegerField(default=0, help_text="id of the last event in the log")
+    worker_token = models.UUIDField(default=uuid.uuid4)
+    heartbeat_at = models.DateTimeField(default=timezone.now)
+    resume_count = models.PositiveIntegerField(default=0)
+    error = models.JSONField(null=True, blank=True, help_text="the error event's data for a failed turn")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "chat_live_turns"
+        ordering = ["-created_at"]
+        constraints = [
+            # One running turn per session (SPEC 11: a second POST is a 409).
+            models.UniqueConstraint(
+                fields=["session_id"],
+                condition=models.Q(status="running"),
+                name="chat_live_turns_one_running_per_session",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_live_turns_status_hb")]
+
+    def __str__(self) -> str:
+        return f"turn {self.id} ({self.status})"
+
+
+class LiveTurnEvent(models.Model):
+    """One SSE event of a live turn, appended before it is sent (SPEC section 11).
+
+    `seq` is the event's `id:` (1, 2, ... within the turn); `data` the JSON
+    text sent as `data:`, stored as text so a replay sends it byte for byte.
+    """
+
+    turn = models.ForeignKey(LiveTurn, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    event = models.CharField(max_length=32)
+    data = models.TextField()
+
+    class Meta:
+        db_table = "chat_live_turn_events"
+        ordering = ["turn", "seq"]
+        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.turn_id}#{self.seq} {self.event}"

@@ -7,7 +7,8 @@ domain (`citations.turn.assemble_turn`) and writes the session and the
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -16,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chat.models import ChatLog, ChatSession
+from citations.registry import TurnRegistry
 from citations.summary import summarize_citations
 from citations.turn import TurnRecordError, assemble_turn, parse_turn_record
 
@@ -34,6 +36,8 @@ class SavedTurn:
 
     log: ChatLog
     created: bool
+    #: Citations not recorded, by type (SPEC section 6); empty when skipped as already stored.
+    skipped_citations: dict[str, int] = field(default_factory=dict)
 
 
 def _resolve_user(username: str) -> AbstractBaseUser:
@@ -44,12 +48,18 @@ def _resolve_user(username: str) -> AbstractBaseUser:
         raise TurnRecordError("user", f"no user named {username!r}") from None
 
 
-def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn:
+def save_turn(
+    record: Any,
+    *,
+    user: AbstractBaseUser | None = None,
+    registry_restores: Mapping[int, TurnRegistry] | None = None,
+) -> SavedTurn:
     """Validate and save one turn record (SPEC sections 6 and 7).
 
     `record` is decoded JSON. `user` owns the turn; when None, the record's
     `user` names an existing user. A record whose `id` is already stored by
-    the same user is skipped (`created=False`).
+    the same user is skipped (`created=False`). `registry_restores` is for a
+    live turn resumed from checkpoints (`citations.turn.assemble_turn`).
 
     Raises `TurnRecordError` (with the JSON path) for a malformed record, an
     unknown user, a session or turn id owned by another user. Either the
@@ -64,7 +74,7 @@ def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn
             logger.debug("turn %s already stored: skipped", turn.id)
             return SavedTurn(existing, created=False)
 
-    assembled = assemble_turn(turn.events)
+    assembled = assemble_turn(turn.events, registry_restores=registry_restores)
     created_at = turn.created_at or timezone.now()
     try:
         with transaction.atomic():
@@ -90,7 +100,7 @@ def save_turn(record: Any, *, user: AbstractBaseUser | None = None) -> SavedTurn
         return SavedTurn(existing, created=False)
 
     logger.debug("recorded turn %s in session %s (%d citations)", log.id, session.id, len(assembled.inline_citations))
-    return SavedTurn(log, created=True)
+    return SavedTurn(log, created=True, skipped_citations=assembled.skipped_citations)
 
 
 def citation_summary_fields(citations: Any, inline_citations: Any) -> dict[str, Any]:

@@ -10,24 +10,30 @@ The Django side (`chat.services.record_turn`) only saves the result.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from citations.citable import to_citable_content
 from citations.registry import TurnRegistry
+from citations.targets import WebTarget
+
+logger = logging.getLogger(__name__)
 
 PROMPT_VERSIONS = ("v5", "legacy")
 TITLE_MAX_LENGTH = 500
 MODEL_MAX_LENGTH = 100
 USERNAME_MAX_LENGTH = 150
 
-#: Citation type recorded by the service (SPEC section 6); others are skipped.
+#: Citation types recorded (SPEC section 6); any other type is counted and skipped.
 SEARCH_RESULT_LOCATION = "search_result_location"
+WEB_SEARCH_RESULT_LOCATION = "web_search_result_location"
+RECORDED_CITATION_TYPES = (SEARCH_RESULT_LOCATION, WEB_SEARCH_RESULT_LOCATION)
 
 
 class TurnRecordError(ValueError):
@@ -85,13 +91,16 @@ class AssembledTurn:
     `response` is the answer text; `citations` the summary (one entry per
     distinct `(source, cited_text)`), `inline_citations` one entry per citation
     with `start`/`end` in UTF-16 code units of `response` (end exclusive);
-    `model` the model of the last step that names one ("" when none does).
+    `model` the model of the last step that names one ("" when none does);
+    `skipped_citations` counts, by type, the citations of a type that is not
+    recorded (`char_location`, ...), in first-seen order.
     """
 
     response: str
     citations: list[dict[str, Any]]
     inline_citations: list[dict[str, Any]]
     model: str
+    skipped_citations: dict[str, int] = field(default_factory=dict)
 
 
 # --- validation -------------------------------------------------------------
@@ -250,9 +259,11 @@ def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping
 def _check_citation(citation: object, path: str) -> None:
     _expect(citation, dict, path, "an object")
     _expect(citation.get("type"), str, f"{path}.type", "a string")  # type: ignore[union-attr]
-    if citation["type"] != SEARCH_RESULT_LOCATION:  # type: ignore[index]
-        return  # other citation types are skipped, not checked (SPEC section 6)
-    _expect(citation.get("source"), str, f"{path}.source", "a string")  # type: ignore[union-attr]
+    if citation["type"] not in RECORDED_CITATION_TYPES:  # type: ignore[index]
+        return  # other citation types are counted and skipped, not checked (SPEC section 6)
+    # A web search citation is known by its `url`; ours by `source`.
+    key = "url" if citation["type"] == WEB_SEARCH_RESULT_LOCATION else "source"  # type: ignore[index]
+    _expect(citation.get(key), str, f"{path}.{key}", "a string")  # type: ignore[union-attr]
     _expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")  # type: ignore[union-attr]
     _optional_str(citation, "title", path)  # type: ignore[arg-type]
 
@@ -359,23 +370,67 @@ def utf16_length(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def assemble_turn(events: Sequence[Event]) -> AssembledTurn:
+def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
+    """The result URLs of a `web_search_tool_result` content block (SPEC section 6).
+
+    Its `content` is a list of `web_search_result` objects (each with a
+    `url`), or an error object: that gives no URLs. Non-string or empty URLs
+    are left out.
+    """
+    content = block.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        item["url"]
+        for item in content
+        if isinstance(item, Mapping) and isinstance(item.get("url"), str) and item["url"]
+    ]
+
+
+def record_web_search_results(registry: TurnRegistry, block: Mapping[str, Any]) -> None:
+    """Write each result URL of a `web_search_tool_result` block as a `web` target (SPEC section 6)."""
+    for url in web_search_result_urls(block):
+        registry.record(url, WebTarget(url))
+
+
+def citation_source(citation: Mapping[str, Any]) -> str | None:
+    """The source a recorded citation is known by (`source`, or `url` for web search); None for other types."""
+    kind = citation.get("type")
+    if kind == SEARCH_RESULT_LOCATION:
+        return citation["source"]
+    if kind == WEB_SEARCH_RESULT_LOCATION:
+        return citation["url"]
+    return None
+
+
+def assemble_turn(
+    events: Sequence[Event], *, registry_restores: Mapping[int, TurnRegistry] | None = None
+) -> AssembledTurn:
     """Replay a turn's events and compute what it stores (SPEC sections 5 and 6).
 
-    Each tool call's citable content is written to one `TurnRegistry`; each
-    citation gets the target its source has when its model step is replayed,
-    so a citation only sees the tool results that came before it. Offsets are
-    UTF-16 code units of the joined answer. Only `search_result_location`
-    citations are recorded.
+    Each tool call's citable content is written to one `TurnRegistry`, and so
+    is each URL of a `web_search_tool_result` block (as `web`); each citation
+    gets the target its source has when its block is replayed, so a citation
+    only sees the sources written before it. Offsets are UTF-16 code units of
+    the joined answer. `search_result_location` and
+    `web_search_result_location` citations are recorded; any other type is
+    counted in `skipped_citations` and logged by type (never its content).
+
+    `registry_restores` maps an event index to a registry that replaces the
+    replayed one before that event: a live turn resumed from a checkpoint
+    continues with the registry its checkpoint held (SPEC sections 5 and 11).
     """
     registry = TurnRegistry()
     steps: list[str] = []
     offset = 0  # UTF-16 length of the answer so far
     summary: dict[tuple[str, str], dict[str, Any]] = {}
     inline: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
     model = ""
 
-    for event in events:
+    for index, event in enumerate(events):
+        if registry_restores and index in registry_restores:
+            registry = TurnRegistry.from_json(registry_restores[index].to_json())
         if isinstance(event, ToolCallEvent):
             for result in to_citable_content(event.name, event.input, event.output):
                 registry.record(result.source, result.target)
@@ -384,40 +439,61 @@ def assemble_turn(events: Sequence[Event]) -> AssembledTurn:
         message = event.message
         if isinstance(message.get("model"), str):
             model = message["model"]
-        texts = [block for block in message.get("content", ()) if block.get("type") == "text"]
-        step_text = "".join(block["text"] for block in texts)
+        blocks = message.get("content", ())
+        step_text = "".join(block["text"] for block in blocks if block.get("type") == "text")
         # Steps are separated by a blank line; a step without text adds nothing.
         separator = "\n\n" if steps and step_text else ""
         position = offset + len(separator)
-        for block in texts:
+        for block in blocks:
+            if block.get("type") == "web_search_tool_result":
+                record_web_search_results(registry, block)
+                continue
+            if block.get("type") != "text":
+                continue
             start = position
             position += utf16_length(block["text"])
             for citation in block.get("citations") or ():
-                if citation.get("type") != SEARCH_RESULT_LOCATION:
+                source = citation_source(citation)
+                if source is None:
+                    skipped[citation["type"]] = skipped.get(citation["type"], 0) + 1
                     continue
-                source, cited_text = citation["source"], citation["cited_text"]
-                entry: dict[str, Any] = {
-                    "source": source,
-                    "title": citation.get("title"),
-                    "cited_text": cited_text,
-                    "start": start,
-                    "end": position,
-                }
-                target = registry.target_for(source)
-                if target is not None:
-                    entry["target"] = target.to_json()
+                entry = inline_citation(citation, source, start, position, registry)
                 inline.append(entry)
                 summary.setdefault(
-                    (source, cited_text),
+                    (source, entry["cited_text"]),
                     {key: value for key, value in entry.items() if key not in ("start", "end")},
                 )
         if step_text:
             steps.append(step_text)
             offset = position
 
+    for kind, count in skipped.items():
+        logger.info("skipped %d citation(s) of type %s (not recorded, SPEC 6)", count, kind)
     return AssembledTurn(
         response="\n\n".join(steps),
         citations=list(summary.values()),
         inline_citations=inline,
         model=model,
+        skipped_citations=skipped,
     )
+
+
+def inline_citation(
+    citation: Mapping[str, Any], source: str, start: int, end: int, registry: TurnRegistry
+) -> dict[str, Any]:
+    """One `inline_citations` entry (SPEC section 6): `{"source", "title", "cited_text", "start", "end", "target"?}`.
+
+    `start`/`end` are UTF-16 code units; `target` is present only when the
+    registry types `source` now.
+    """
+    entry: dict[str, Any] = {
+        "source": source,
+        "title": citation.get("title"),
+        "cited_text": citation["cited_text"],
+        "start": start,
+        "end": end,
+    }
+    target = registry.target_for(source)
+    if target is not None:
+        entry["target"] = target.to_json()
+    return entry

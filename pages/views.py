@@ -32,8 +32,16 @@ def _caller(request: HttpRequest) -> AbstractBaseUser:
     return cast(AbstractBaseUser, request.user)
 
 
+def model_configured() -> bool:
+    """Whether live turns can reach a model: `ANTHROPIC_CONFIGURED` when set, else an API key or a base URL."""
+    explicit = getattr(settings, "ANTHROPIC_CONFIGURED", None)
+    if explicit is not None:
+        return bool(explicit)
+    return bool(getattr(settings, "ANTHROPIC_API_KEY", "") or getattr(settings, "ANTHROPIC_BASE_URL", None))
+
+
 def _ask_context() -> dict[str, Any]:
-    return {"model_configured": bool(getattr(settings, "ANTHROPIC_CONFIGURED", False))}
+    return {"model_configured": model_configured()}
 
 
 @login_required

@@ -151,3 +151,35 @@ FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
 # PostgreSQL roles the migration creates; empty means "<database name>_sql_reader" / "<database name>_sql_views".
 FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
 FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")
+
+# Live turns (SPEC section 11; README "Live turns"). The SDK reads no other
+# variable: these are passed to it explicitly. ANTHROPIC_BASE_URL points the
+# SDK at the recorded model (`python manage.py serve_recorded_model`).
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
+ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)
+ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=60.0)
+# Retries of one model request (429, 529, 5xx, connection errors), with the SDK's backoff.
+ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
+LIVE_TURN_MAX_STEPS = env.int("LIVE_TURN_MAX_STEPS", default=8)
+LIVE_TURN_MESSAGE_MAX_CHARS = env.int("LIVE_TURN_MESSAGE_MAX_CHARS", default=20000)
+LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
+LIVE_TURN_HEARTBEAT_SECONDS = env.float("LIVE_TURN_HEARTBEAT_SECONDS", default=5.0)
+# A running turn whose heartbeat is older than this is resumed (resume_turns, or a reconnect).
+LIVE_TURN_STALE_SECONDS = env.float("LIVE_TURN_STALE_SECONDS", default=30.0)
+# How often a stream re-reads the event log when no wake-up came (SQLite across processes).
+LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
+# Extra tool factories, dotted paths of callables returning a ToolExecutor or None (chat.tools.registry).
+LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
+
+# SQLite serves live turns from several threads (and processes in tests):
+# WAL lets readers run beside the writer, IMMEDIATE transactions take the
+# write lock up front instead of failing to upgrade, and a writer waits up to
+# 20 s for the lock. The test database is a file so server processes started
+# by the tests share it.
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE", "timeout": 20}
+    )
+    DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test_db.sqlite3"))

@@ -27,3 +27,36 @@ def token_client(maya):
     token = Token.objects.create(user=maya)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
+
+
+@pytest.fixture(scope="session")
+def recorded_model_server(django_db_setup, django_db_blocker):
+    """The recorded model (`chat.live.recorded_model`), one server for the session."""
+    from chat.live.recorded_model import RecordedModelServer
+
+    from chat.live.listener import stop_listener
+
+    server = RecordedModelServer().start()
+    yield server
+    server.stop()
+    # The LISTEN connection would keep the test database from being dropped.
+    stop_listener()
+
+
+@pytest.fixture
+def recorded_model(recorded_model_server, settings, transactional_db):
+    """The recorded model with no scripts, the SDK pointed at it, turns on committed data.
+
+    After the test, waits for the turn threads this process started.
+    """
+    from chat.live.service import wait_for_workers
+
+    recorded_model_server.load([])
+    settings.ANTHROPIC_BASE_URL = recorded_model_server.base_url
+    settings.ANTHROPIC_API_KEY = "test-key"
+    settings.ANTHROPIC_MAX_RETRIES = 2
+    settings.ANTHROPIC_TIMEOUT_SECONDS = 5
+    settings.LIVE_TOOL_FACTORIES = ["tests.live_support.recorded_sql_tool"]
+    settings.LIVE_TURN_POLL_SECONDS = 0.05
+    yield recorded_model_server
+    assert wait_for_workers(30), "a turn thread did not end"

@@ -1,7 +1,8 @@
 """The project's URLs plus a recorded live-turn endpoint, for the browser tests.
 
 It stands in for SPEC 11's `POST /api/chat/sessions/<id>/turns/` and
-`GET /api/chat/turns/<turn_id>/events` until the live branch is merged: a
+`GET /api/chat/turns/<turn_id>/events` where a test needs the stream to drop
+at a chosen event (the real endpoint is tested in the browser too): a
 recorded turn (examples/turns) is saved through `record_turn` for the caller
 and replayed as the SSE events SPEC 11 names, built from the saved row, so
 what streams is what a reload shows. The POST stream drops after

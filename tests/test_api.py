@@ -144,7 +144,12 @@ def test_schema_describes_the_target_union(client, db):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     schema = json.loads(response.content)
-    assert set(schema["paths"]) == {"/api/chat/sessions/", "/api/chat/sessions/{session_id}/"}
+    assert set(schema["paths"]) == {
+        "/api/chat/sessions/",
+        "/api/chat/sessions/{session_id}/",
+        "/api/chat/sessions/{session_id}/turns/",
+        "/api/chat/turns/{turn_id}/events/",
+    }
     citations = schema["components"]["schemas"]["ChatLog"]["properties"]["citations"]
     union = citations["items"]["properties"]["target"]
     assert union["discriminator"] == {"propertyName": "kind"}

@@ -323,3 +323,35 @@ def test_screenshots_and_no_sideways_scrolling(browser, live_server, demo, width
         out.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(out / f"session-{width}-{scheme}.png"), full_page=True)
         context.close()
+
+
+CARDS = "silvia://your-account/credit-card"
+
+
+def test_a_real_live_turn_streams_and_equals_the_page_after_reload(page, live_server, recorded_model):
+    # The real endpoint (chat.api.live_views), the real SDK against the recorded model, a recorded SQL tool.
+    from tests.live_support import cite, script, step, text, tool_use
+
+    recorded_model.load(
+        [
+            script(
+                step(text("Let me look."), tool_use("toolu_1", "execute_sql", {"query": "cards"})),
+                step(
+                    text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
+                    text(" Checking is fine."),
+                ),
+            )
+        ]
+    )
+    page.goto(f"{live_server.url}/chat/new/")
+    page.get_by_label("Your question").fill("How much do I owe?")
+    page.get_by_role("button", name="Ask").click()
+    page.get_by_text("Answer saved.").wait_for()
+    live = page.locator("article.turn--live")
+    streamed = live.evaluate(SIGNATURE_JS)
+    page.reload()
+    stored = page.locator("article.turn").last.evaluate(SIGNATURE_JS)
+    assert streamed == stored
+    chips = [value for kind, value in stored["answer"] if kind == "chip"]
+    assert [(c["kind"], c["label"]) for c in chips] == [("accounts", "2 accounts")]
+    assert "You owe $1,500 💳 across two cards." in "".join(v for k, v in stored["answer"] if k != "chip")

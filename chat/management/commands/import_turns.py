@@ -36,6 +36,7 @@ class Command(BaseCommand):
         self.users: dict[str, object] = {}
         self.counts: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
+        self.skipped_types: Counter[str] = Counter()
         files = self._expand(paths)
         try:
             override = self._user(user, "--user") if user is not None else None
@@ -117,6 +118,7 @@ class Command(BaseCommand):
             self.counts["skipped"] += 1
             return
         self.counts["imported"] += 1
+        self.skipped_types.update(saved.skipped_citations)
         for citation in saved.log.citations:
             target = parse_citation_target(citation.get("target"))
             self.kinds[target.kind if target is not None else "untyped"] += 1
@@ -131,4 +133,12 @@ class Command(BaseCommand):
         return (
             f"imported {self.counts['imported']}, skipped {self.counts['skipped']}, failed {self.counts['failed']}; "
             f"citations typed {sum(typed.values())} ({by_kind}), untyped {self.kinds['untyped']}"
+            + self._skipped_summary()
         )
+
+    def _skipped_summary(self) -> str:
+        # SPEC 6: citation types that are not recorded are reported, never silently dropped.
+        if not self.skipped_types:
+            return ""
+        by_type = ", ".join(f"{kind} {n}" for kind, n in sorted(self.skipped_types.items()))
+        return f"; citations not recorded {sum(self.skipped_types.values())} ({by_type})"

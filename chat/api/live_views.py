@@ -1,0 +1,120 @@
+"""Live turns over SSE (SPEC section 11): thin views over `chat.live`."""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from chat.live.service import SessionNotFoundError, TurnConflictError, turn_start
+from chat.live.streaming import event_stream
+from chat.models import LiveTurn, PromptVersion
+from citations.turn import parse_uuid
+
+
+class _AlwaysJSON(BaseContentNegotiation):
+    """Errors are JSON whatever `Accept` says (a client asks for `text/event-stream`)."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return JSONRenderer(), JSONRenderer.media_type
+
+
+class TurnRequestSerializer(serializers.Serializer):
+    """The POST body: `{"message": str, "prompt_version"?: "v5" | "legacy"}`."""
+
+    message = serializers.CharField(max_length=settings.LIVE_TURN_MESSAGE_MAX_CHARS, allow_blank=False)
+    prompt_version = serializers.ChoiceField(choices=PromptVersion.choices, default=PromptVersion.V5)
+
+
+_EVENTS = (
+    "SSE events, each with `id:` and `event:`: `turn`, `text`, `citation`, `citations_summary`, `message`, "
+    "`done`, or `error` (SPEC 11)."
+)
+
+
+def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> StreamingHttpResponse:
+    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI."""
+    stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
+    response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+    return response
+
+
+class TurnCreateView(APIView):
+    """Start a turn in the caller's session and stream its events (SPEC 11).
+
+    A new session id creates a session for the caller; another user's session
+    is 404; a session with a running turn is 409; a bad body is 400.
+    """
+
+    content_negotiation_class = _AlwaysJSON
+
+    @extend_schema(
+        request=TurnRequestSerializer,
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=_EVENTS),
+            400: OpenApiResponse(description="A bad body: `{field: [message]}`."),
+            404: OpenApiResponse(description="Not found."),
+            409: OpenApiResponse(description="The session already has a turn running."),
+        },
+    )
+    def post(self, request: Request, session_id: str):
+        session_uuid = parse_uuid(session_id)
+        if session_uuid is None:
+            raise NotFound()
+        body = TurnRequestSerializer(data=request.data if isinstance(request.data, dict) else {})
+        if not isinstance(request.data, dict):
+            raise ValidationError({"non_field_errors": ["Expected a JSON object with a 'message'."]})
+        body.is_valid(raise_exception=True)
+        try:
+            turn = turn_start(
+                user=request.user,
+                session_id=session_uuid,
+                message=body.validated_data["message"],
+                prompt_version=body.validated_data["prompt_version"],
+            )
+        except SessionNotFoundError:
+            raise NotFound() from None
+        except TurnConflictError:
+            return Response({"detail": "This session already has a turn running."}, status=409)
+        return sse_response(request._request, turn.id, 0)
+
+
+class TurnEventsView(APIView):
+    """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (SPEC 11)."""
+
+    content_negotiation_class = _AlwaysJSON
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, OpenApiParameter.HEADER, required=False),
+            OpenApiParameter("after", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False),
+        ],
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=_EVENTS),
+            400: OpenApiResponse(description="Last-Event-ID is not an event id."),
+            404: OpenApiResponse(description="Not found."),
+        },
+    )
+    def get(self, request: Request, turn_id: str):
+        turn_uuid = parse_uuid(turn_id)
+        if turn_uuid is None or not LiveTurn.objects.filter(pk=turn_uuid, user=request.user).exists():
+            raise NotFound()
+        raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
+        if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+            raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
+        return sse_response(request._request, turn_uuid, int(raw))

@@ -1,0 +1,65 @@
+"""Failures of a live turn as SPEC 11 `error` events: a type and a message fit to show a user.
+
+The message never carries a stack, a key, SQL or the API's own wording.
+"""
+from __future__ import annotations
+
+import anthropic
+
+__all__ = ["TurnFailure", "failure_from_exception"]
+
+MESSAGES = {
+    "overloaded_error": "The assistant is overloaded right now. Please try again in a moment.",
+    "rate_limit_error": "Too many questions at once right now. Please try again in a minute.",
+    "api_error": "The assistant service had a problem. Please try again.",
+    "timeout_error": "The assistant took too long to answer. Please try again.",
+    "authentication_error": "The assistant is not available right now (the service's API key was refused).",
+    "connection_error": "The connection to the assistant broke. Please try again.",
+    "invalid_request_error": "The assistant could not process this question.",
+    "internal_error": "Something went wrong on our side. Please try again.",
+}
+
+
+class TurnFailure(Exception):
+    """Ends a turn with an `error` event `{"type": kind, "message": message}`."""
+
+    def __init__(self, kind: str, message: str | None = None) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.message = message or MESSAGES.get(kind, MESSAGES["internal_error"])
+
+
+def _status_kind(status: int, body_type: str | None) -> str:
+    if body_type in MESSAGES:
+        return body_type
+    if body_type in ("permission_error",):
+        return "authentication_error"
+    if status == 529 or body_type == "overloaded_error":
+        return "overloaded_error"
+    if status == 429:
+        return "rate_limit_error"
+    if status in (401, 403):
+        return "authentication_error"
+    if status >= 500:
+        return "api_error"
+    return "invalid_request_error"
+
+
+def failure_from_exception(error: BaseException) -> TurnFailure:
+    """Classify an exception from a model step (the SDK's errors, a broken stream) as a `TurnFailure`."""
+    if isinstance(error, TurnFailure):
+        return error
+    if isinstance(error, anthropic.APIStatusError):
+        # A mid-stream `error` event arrives with the stream's 200 status and its own type.
+        return TurnFailure(_status_kind(error.status_code, error.type))
+    if isinstance(error, anthropic.APITimeoutError):
+        return TurnFailure("timeout_error")
+    if isinstance(error, anthropic.APIConnectionError):
+        return TurnFailure("connection_error")
+    name = type(error).__name__
+    # The HTTP client's own errors while a stream is read (not wrapped by the SDK).
+    if "Timeout" in name:
+        return TurnFailure("timeout_error")
+    if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11") or isinstance(error, OSError):
+        return TurnFailure("connection_error")
+    return TurnFailure("internal_error")

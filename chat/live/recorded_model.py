@@ -1,0 +1,276 @@
+"""A recorded model: a local HTTP server speaking the Messages API streaming wire format.
+
+It is NOT Claude. It replays *recorded streams* (JSON scripts, see
+`examples/recorded/README.md`) over the real SSE framing (`event: <name>` /
+`data: <json>`), so the official `anthropic` SDK pointed at it by base URL
+(`ANTHROPIC_BASE_URL=http://127.0.0.1:<port>`) runs exactly as it does
+against the API: `message_start`, `content_block_start`/`delta`/`stop`
+(`text_delta`, `citations_delta`, `input_json_delta`), `ping`,
+`message_delta`, `message_stop`, `error` events, and HTTP error statuses
+(529, 429, 500, 401, ...) with the API's error body.
+
+Which step of a script a request gets is read from the request itself (the
+number of tool rounds since the last plain user message), so concurrent turns
+and resumed turns need no server state. A step may list `attempts`: the n-th
+identical request gets the n-th attempt (the last one repeats), which scripts
+"529, then success" for the SDK's retries.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["RecordedModelServer", "ScriptError", "load_scripts", "message_events"]
+
+RECORDED_MODEL = "recorded-model-not-claude"
+TEXT_CHUNK = 12  # characters per text_delta, about three tokens
+JSON_CHUNK = 20  # characters per input_json_delta
+
+
+class ScriptError(ValueError):
+    """A recorded stream file that cannot be used; the message names the file and the problem."""
+
+
+def load_scripts(path: Path) -> list[dict[str, Any]]:
+    """Read the recorded streams in `path` (a `.json` file, or a folder of them in name order).
+
+    Each is `{"name", "match"?: [str], "model"?, "delay_ms"?, "steps": [step, ...]}`.
+    Raises `ScriptError` naming the file for unreadable JSON or a missing `steps` list.
+    """
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    scripts = []
+    for file in files:
+        try:
+            script = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ScriptError(f"{file}: cannot read a recorded stream: {error}") from None
+        if not isinstance(script, dict) or not isinstance(script.get("steps"), list) or not script["steps"]:
+            raise ScriptError(f"{file}: expected an object with a non-empty 'steps' list")
+        script.setdefault("name", file.stem)
+        scripts.append(script)
+    return scripts
+
+
+def _sse(event: str, data: Mapping[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _chunks(text: str, size: int) -> Iterator[str]:
+    for i in range(0, len(text), size):
+        yield text[i : i + size]
+
+
+def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -> list[tuple[str, dict[str, Any]]]:
+    """The stream of events the API sends for a final `message` (SPEC 11, formats.md 1.4).
+
+    `message` is `{"content": [blocks], "stop_reason", "id"?, "usage"?}`.
+    Text is sent in `TEXT_CHUNK`-character deltas, then one `citations_delta`
+    per citation (a block with `"citations_first": true` sends them first);
+    tool inputs as `input_json_delta` chunks; other blocks (web search
+    results) whole in `content_block_start`.
+    """
+    msg_id = message.get("id") or f"msg_rec_{uuid.uuid4().hex[:20]}"
+    usage = message.get("usage") or {"input_tokens": 100, "output_tokens": 1}
+    start = {"id": msg_id, "type": "message", "role": "assistant", "content": [], "model": message.get("model", model),
+             "stop_reason": None, "stop_sequence": None, "usage": usage}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start}),
+                                                ("ping", {"type": "ping"})]
+    output_tokens = 0
+    for index, block in enumerate(message.get("content", [])):
+        kind = block.get("type")
+        if kind == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "text", "text": ""}}))
+            cites = [("content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "citations_delta", "citation": c}})
+                     for c in block.get("citations") or []]
+            texts = [("content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "text_delta", "text": piece}})
+                     for piece in _chunks(block.get("text", ""), TEXT_CHUNK)]
+            output_tokens += len(texts)
+            events.extend(cites + texts if block.get("citations_first") else texts + cites)
+        elif kind in ("tool_use", "server_tool_use"):
+            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block":
+                                                   {"type": kind, "id": block["id"], "name": block["name"], "input": {}}}))
+            events.extend(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "input_json_delta", "partial_json": piece}})
+                          for piece in _chunks(json.dumps(block.get("input", {})), JSON_CHUNK))
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": block}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message.get("stop_reason", "end_turn"), "stop_sequence": None},
+                                     "usage": {"output_tokens": max(output_tokens, 1)}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _step_index(messages: Sequence[Any]) -> int:
+    """Tool rounds since the last user message that is not only tool results."""
+    rounds = 0
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list) and content and all(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            rounds += 1
+            continue
+        break
+    return rounds
+
+
+def _last_user_text(messages: Sequence[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+                if texts:
+                    return " ".join(texts)
+    return ""
+
+
+class RecordedModelServer:
+    """The recorded model on 127.0.0.1 (a thread). `base_url` is what the SDK's `base_url` takes.
+
+    `load(scripts)` replaces the scripts; a request is answered by the first
+    script whose `match` words all appear (any case) in the last user text,
+    else the first script. `write_times` maps a message id to the
+    `time.perf_counter()` of each `text_delta` written (for the benchmark).
+    """
+
+    def __init__(self, scripts: Sequence[Mapping[str, Any]] = (), *, port: int = 0, host: str = "127.0.0.1") -> None:
+        self.scripts: list[Mapping[str, Any]] = list(scripts)
+        self.requests: list[dict[str, Any]] = []
+        self.write_times: dict[str, list[float]] = {}
+        self._attempts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def load(self, scripts: Sequence[Mapping[str, Any]]) -> None:
+        """Serve `scripts` from now on and forget past attempts and requests."""
+        with self._lock:
+            self.scripts = list(scripts)
+            self._attempts.clear()
+            self.requests.clear()
+
+    def start(self) -> RecordedModelServer:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="recorded-model", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def pick(self, body: Mapping[str, Any], raw: bytes) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        """The script and the response (one attempt of one step) for a request body."""
+        messages = body.get("messages") or []
+        text = _last_user_text(messages).lower()
+        with self._lock:
+            self.requests.append(dict(body))
+            script = next(
+                (s for s in self.scripts if s.get("match") and all(w.lower() in text for w in s["match"])),
+                self.scripts[0] if self.scripts else {"steps": [{"status": 500, "body": _error("api_error", "no script")}]},
+            )
+            steps = script["steps"]
+            step = steps[min(_step_index(messages), len(steps) - 1)]
+            attempts = step.get("attempts")
+            if attempts:
+                key = hashlib.sha256(raw).hexdigest()
+                n = self._attempts.get(key, 0)
+                self._attempts[key] = n + 1
+                step = attempts[min(n, len(attempts) - 1)]
+        return script, step
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+            logger.debug("recorded model: " + format, *args)
+
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            if self.path.split("?")[0].rstrip("/") != "/v1/messages":
+                return self._json(404, _error("not_found_error", f"no route {self.path}"))
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._json(400, _error("invalid_request_error", "body is not JSON"))
+            script, step = server.pick(body, raw)
+            if "status" in step:
+                return self._json(step["status"], step.get("body") or _error("api_error", "recorded failure"))
+            events = [(e["event"], e["data"]) for e in step["events"]] if "events" in step else message_events(
+                step["message"], model=script.get("model", RECORDED_MODEL))
+            self._stream(events, step, float(step.get("delay_ms", script.get("delay_ms", 0))) / 1000)
+
+        def _json(self, status: int, payload: Mapping[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("retry-after-ms", "0")  # retries in tests cost no time
+            self.send_header("request-id", "req_recorded")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, events: list[tuple[str, dict[str, Any]]], step: Mapping[str, Any], delay: float) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("request-id", "req_recorded")
+            self.end_headers()
+            error_after, break_after = step.get("error_after"), step.get("break_after")
+            msg_id = events[0][1].get("message", {}).get("id", "") if events else ""
+            times = server.write_times.setdefault(msg_id, [])
+            try:
+                for n, (name, data) in enumerate(events):
+                    if n == error_after:
+                        self._chunk(_sse("error", step.get("error") or _error("overloaded_error", "Overloaded")))
+                        break
+                    if n == break_after:
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return  # no final chunk: the client sees a broken stream
+                    if delay:
+                        time.sleep(delay)
+                    self._chunk(_sse(name, data))
+                    if data.get("delta", {}).get("type") == "text_delta":
+                        times.append(time.perf_counter())
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler

@@ -1,0 +1,184 @@
+"""Helpers for live-turn tests: recorded streams, a recorded SQL tool, SSE parsing, server processes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+from chat.tools.base import ToolError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cite(source: str, cited_text: str, title: str | None = None, index: int = 0) -> dict[str, Any]:
+    return {"type": "search_result_location", "source": source, "title": title, "cited_text": cited_text,
+            "search_result_index": index, "start_block_index": 0, "end_block_index": 1}
+
+
+def text(value: str, *citations: dict[str, Any], first: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": value}
+    if citations:
+        block["citations"] = list(citations)
+    if first:
+        block["citations_first"] = True
+    return block
+
+
+def tool_use(tool_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+
+
+def step(*blocks: dict[str, Any], stop: str | None = None, **extra: Any) -> dict[str, Any]:
+    stop = stop or ("tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn")
+    return {"message": {"content": list(blocks), "stop_reason": stop}, **extra}
+
+
+def script(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"name": "test", "steps": list(steps), **extra}
+
+
+#: execute_sql outputs by query, for the recorded SQL tool (SPEC 4 shapes).
+SQL_OUTPUTS: dict[str, dict[str, Any]] = {
+    "cards": {"rows": [
+        {"account_name": "Credit card", "balance": 1200, "source": "plaid", "source_account_id": "CARDaaaaaaaaaaaaaaaa1"},
+        {"account_name": "Credit card", "balance": 300, "source": "plaid", "source_account_id": "CARDbbbbbbbbbbbbbbbb2"},
+    ]},
+    "checking": {"rows": [
+        {"account_name": "Checking", "balance": 5000, "source": "plaid", "source_account_id": "CHKaaaaaaaaaaaaaaaaa1"},
+    ]},
+    "checking-unknown": {"rows": [{"account_name": "Checking", "balance": 5000}]},
+    "total": {"rows": [{"total": 6500}]},
+}
+
+
+class RecordedSqlTool:
+    """An `execute_sql` executor answering from `SQL_OUTPUTS` (the finance branch brings the real one)."""
+
+    name = "execute_sql"
+
+    def definition(self) -> dict[str, Any]:
+        return {"name": self.name, "description": "Read the user's accounts with SQL.",
+                "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+
+    def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
+        query = tool_input.get("query")
+        if query == "slow":
+            time.sleep(5)
+        if query not in SQL_OUTPUTS:
+            raise ToolError(f"unknown recorded query {query!r}")
+        return SQL_OUTPUTS[query]
+
+
+def recorded_sql_tool() -> RecordedSqlTool:
+    return RecordedSqlTool()
+
+
+def parse_sse(data: bytes) -> list[tuple[int, str, Any]]:
+    """`(id, event, decoded data)` for each SSE frame (comments skipped)."""
+    events = []
+    for frame in data.decode().split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in frame.split("\n"):
+            if line and not line.startswith(":") and ": " in line:
+                key, value = line.split(": ", 1)
+                fields[key] = value
+        if "event" in fields:
+            events.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
+    return events
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """The URL of the test database this process uses, for server processes started by a test."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    host, port = settings.get("HOST") or "127.0.0.1", settings.get("PORT") or 5432
+    return f"postgres://{settings.get('USER') or 'postgres'}@{host}:{port}/{settings['NAME']}"
+
+
+class ServerProcess:
+    """`uvicorn silvia.asgi:application` in its own process, on the test database."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        full_env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_DEBUG": "false", **env}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "silvia.asgi:application", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "warning"],
+            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                if self.process.poll() is not None:
+                    raise RuntimeError(self.process.stderr.read().decode() if self.process.stderr else "server died")
+                time.sleep(0.05)
+        raise RuntimeError("server did not start")
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class SSEClient:
+    """A real HTTP client for one SSE response (stdlib `http.client`), read event by event."""
+
+    def __init__(self, base_url: str, method: str, path: str, token: str, body: Any = None,
+                 headers: dict[str, str] | None = None) -> None:
+        import http.client
+        from urllib.parse import urlsplit
+
+        url = urlsplit(base_url)
+        self.conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        payload = json.dumps(body).encode() if body is not None else None
+        all_headers = {"Authorization": f"Token {token}", "Accept": "text/event-stream", **(headers or {})}
+        if payload is not None:
+            all_headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=payload, headers=all_headers)
+        self.response = self.conn.getresponse()
+        self.status = self.response.status
+
+    def events(self, limit: int | None = None) -> list[tuple[int, str, Any]]:
+        """Read up to `limit` events (all until the stream ends when None)."""
+        out: list[tuple[int, str, Any]] = []
+        frame: list[bytes] = []
+        while limit is None or len(out) < limit:
+            line = self.response.readline()
+            if not line:
+                break
+            if line in (b"\n", b"\r\n"):
+                out.extend(parse_sse(b"".join(frame) + b"\n\n"))
+                frame = []
+            else:
+                frame.append(line)
+        return out
+
+    def close(self) -> None:
+        self.conn.close()

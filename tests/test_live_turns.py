@@ -1,0 +1,323 @@
+"""Live turns (SPEC 11, issue 8): real SDK -> recorded model over HTTP; events == GET."""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from chat.live.service import wait_for_workers
+from chat.models import ChatLog, LiveTurn
+from tests.live_support import cite, parse_sse, script, step, text, tool_use
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CARDS = "silvia://your-account/credit-card"
+CHASE = "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md"
+
+
+@pytest.fixture
+def client(maya):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
+    return api
+
+
+def post_turn(client, session_id=None, message="How much do I owe on my cards?", **extra):
+    session_id = session_id or uuid.uuid4()
+    response = client.post(f"/api/chat/sessions/{session_id}/turns/", {"message": message, **extra}, format="json")
+    return session_id, response
+
+
+def run_turn(client, recorded_model, *steps, **extra):
+    recorded_model.load([script(*steps)])
+    session_id, response = post_turn(client, **extra)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/event-stream")
+    events = parse_sse(b"".join(response.streaming_content))
+    return session_id, events
+
+
+def check_events_equal_get(client, session_id, events):
+    """SPEC 11: what the events carried == what GET returns, field for field."""
+    names = [name for _, name, _ in events]
+    assert names[0] == "turn" and names[-3:] == ["citations_summary", "message", "done"]
+    assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1))
+    body = client.get(f"/api/chat/sessions/{session_id}/").json()
+    stored = body["messages"][-1]
+    done = events[-1][2]
+    assert stored["id"] == done["log_id"] and done["session_id"] == str(session_id)
+    assert stored["response"] == "".join(data["text"] for _, name, data in events if name == "text")
+    assert stored["inline_citations"] == [data["citation"] for _, name, data in events if name == "citation"]
+    assert stored["citations"] == events[-3][2]["citations"]
+    assert stored["model"] == events[-2][2]["model"]
+    return stored
+
+
+def test_two_steps_with_a_tool_between_them(client, recorded_model):
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(text("Let me check the card terms."), tool_use("toolu_1", "read_credit_card_document",
+                                                             {"path": "chase/sapphire-preferred/pricing.md"})),
+        step(text("The annual fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+             text(" Purchases cost 20.24% to 27.24%.")),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    assert stored["response"] == "Let me check the card terms.\n\nThe annual fee is $95. Purchases cost 20.24% to 27.24%."
+    assert stored["inline_citations"] == [{
+        "source": CHASE, "title": "Sapphire Preferred pricing and terms", "cited_text": "- Annual fee: $95",
+        "start": 30, "end": 52, "target": {"kind": "card_document", "url": None},
+    }]
+    # The model saw the tool result as a search_result block with citations on.
+    tool_result = recorded_model.requests[1]["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["content"][0]["type"] == "search_result"
+    assert tool_result["content"][0]["source"] == CHASE and tool_result["content"][0]["citations"] == {"enabled": True}
+    assert events[-1][2]["skipped_citations"] == {}
+    assert LiveTurn.objects.get().status == "done" and LiveTurn.objects.get().checkpoint is None
+
+
+def test_pooled_account_label(client, recorded_model):
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(tool_use("toolu_1", "execute_sql", {"query": "cards"})),
+        step(text("You owe $1,500 on your cards.", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card"))),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    assert stored["inline_citations"][0]["target"] == {"kind": "accounts", "accounts": [
+        {"accountId": "CARDaaaaaaaaaaaaaaaa1", "provider": "plaid"},
+        {"accountId": "CARDbbbbbbbbbbbbbbbb2", "provider": "plaid"},
+    ]}
+    assert (stored["inline_citations"][0]["start"], stored["inline_citations"][0]["end"]) == (0, 29)
+
+
+def test_disagreement_leaves_source_untyped(client, recorded_model):
+    checking = "silvia://your-account/checking"
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(tool_use("toolu_1", "execute_sql", {"query": "checking"})),
+        step(text("Checking holds $5,000.", cite(checking, "balance: 5000", "Checking")),
+             tool_use("toolu_2", "execute_sql", {"query": "checking-unknown"})),
+        step(text("Still $5,000.", cite(checking, "balance: 5000", "Checking"))),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    first, second = stored["inline_citations"]
+    assert first["target"] == {"kind": "account", "accountId": "CHKaaaaaaaaaaaaaaaaa1", "provider": "plaid"}
+    assert "target" not in second  # the second write had no account: untyped from then on
+    assert (second["start"], second["end"]) == (24, 37)
+
+
+def test_emoji_before_a_citation(client, recorded_model):
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(tool_use("toolu_1", "execute_sql", {"query": "total"})),
+        step(text("💰 Total: "), text("$6,500", cite("silvia://your-portfolio", "total: 6500", "Your portfolio"))),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    # "💰" is two UTF-16 code units: "💰 Total: " is 10 units long.
+    assert (stored["inline_citations"][0]["start"], stored["inline_citations"][0]["end"]) == (10, 16)
+    assert stored["inline_citations"][0]["target"] == {"kind": "portfolio"}
+
+
+def test_citation_with_no_text_around_it(client, recorded_model):
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(text("Checking first."), tool_use("toolu_1", "execute_sql", {"query": "total"})),
+        step(text("", cite("silvia://your-portfolio", "total: 6500", "Your portfolio"), first=True)),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    # A step without text adds nothing to the answer: the empty span sits at its end.
+    assert stored["response"] == "Checking first."
+    assert [(c["start"], c["end"]) for c in stored["inline_citations"]] == [(15, 15)]
+    assert [name for _, name, _ in events].count("citation") == 1
+
+
+def test_citation_of_a_source_the_turn_never_wrote(client, recorded_model):
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(text("Your portfolio is up.", cite("silvia://your-portfolio", "total: 1", "Your portfolio"))),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    assert "target" not in stored["inline_citations"][0]
+
+
+def test_other_citation_types_are_counted_not_stored(client, recorded_model):
+    web = {"type": "web_search_result_location", "url": "https://www.irs.gov/publications/p590a",
+           "title": "Publication 590-A", "cited_text": "You can contribute...", "encrypted_index": "abc"}
+    page = {"type": "page_location", "cited_text": "x", "document_index": 0, "document_title": None,
+            "start_page_number": 1, "end_page_number": 2}
+    search_block = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+        {"type": "web_search_result", "url": "https://www.irs.gov/publications/p590a", "title": "Publication 590-A",
+         "encrypted_content": "e", "page_age": None}]}
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(search_block, text("IRA limits apply.", web, page)),
+    )
+    stored = check_events_equal_get(client, session_id, events)
+    assert stored["inline_citations"] == [{
+        "source": "https://www.irs.gov/publications/p590a", "title": "Publication 590-A",
+        "cited_text": "You can contribute...", "start": 0, "end": 17,
+        "target": {"kind": "web", "url": "https://www.irs.gov/publications/p590a"},
+    }]
+    assert events[-1][2]["skipped_citations"] == {"page_location": 1}
+
+
+def test_error_event_mid_stream_saves_nothing(client, recorded_model):
+    recorded_model.load([script(step(text("Half an answer that will never end."), error_after=5))])
+    _, response = post_turn(client)
+    events = parse_sse(b"".join(response.streaming_content))
+    assert [name for _, name, _ in events][0] == "turn" and events[-1][1] == "error"
+    assert events[-1][2] == {"error": {"type": "overloaded_error",
+                                       "message": "The assistant is overloaded right now. Please try again in a moment."}}
+    assert ChatLog.objects.count() == 0
+    turn = LiveTurn.objects.get()
+    assert turn.status == "failed" and turn.checkpoint is not None
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(529, "overloaded_error"), (429, "rate_limit_error"), (500, "api_error"), (401, "authentication_error")],
+)
+def test_api_failures_end_with_error_and_save_nothing(client, recorded_model, status, kind):
+    body = {"type": "error", "error": {"type": kind, "message": "secret detail sk-ant-xyz"}}
+    recorded_model.load([script({"status": status, "body": body})])
+    _, response = post_turn(client)
+    events = parse_sse(b"".join(response.streaming_content))
+    assert [name for _, name, _ in events] == ["turn", "error"]
+    assert events[1][2]["error"]["type"] == kind
+    assert "sk-ant" not in events[1][2]["error"]["message"]
+    assert ChatLog.objects.count() == 0
+    # 529/429/500 are retried within the budget (2 retries); a refused key is not.
+    assert len(recorded_model.requests) == (1 if status == 401 else 3)
+
+
+def test_529_then_success_within_the_retry_budget(client, recorded_model):
+    overloaded = {"status": 529, "body": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}}
+    session_id, events = run_turn(client, recorded_model, {"attempts": [overloaded, step(text("Fine."))]})
+    assert check_events_equal_get(client, session_id, events)["response"] == "Fine."
+
+
+def test_broken_stream_and_timeout(client, recorded_model, settings):
+    recorded_model.load([script(step(text("This stream breaks in the middle."), break_after=4))])
+    _, response = post_turn(client)
+    assert parse_sse(b"".join(response.streaming_content))[-1][2]["error"]["type"] == "connection_error"
+    wait_for_workers()
+    settings.ANTHROPIC_TIMEOUT_SECONDS = 0.3
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    recorded_model.load([script(step(text("Slow."), delay_ms=1000))])
+    _, response = post_turn(client, message="again")
+    assert parse_sse(b"".join(response.streaming_content))[-1][2]["error"]["type"] == "timeout_error"
+    assert ChatLog.objects.count() == 0
+
+
+def test_failing_tool_gives_is_error_and_the_turn_goes_on(client, recorded_model):
+    session_id, events = run_turn(
+        client, recorded_model,
+        step(tool_use("toolu_1", "execute_sql", {"query": "DROP TABLE x"}),
+             tool_use("toolu_2", "read_tax_authority", {"path": "../../etc/passwd"})),
+        step(text("I could not read that.")),
+    )
+    check_events_equal_get(client, session_id, events)
+    results = recorded_model.requests[1]["messages"][-1]["content"]
+    assert [r["is_error"] for r in results] == [True, True]
+    assert "unknown recorded query" in results[0]["content"] and "leaves the corpus folder" in results[1]["content"]
+
+
+def test_history_is_text_only(client, recorded_model):
+    session_id, _ = run_turn(client, recorded_model, step(tool_use("toolu_1", "execute_sql", {"query": "total"})),
+                             step(text("Total $6,500.", cite("silvia://your-portfolio", "total: 6500"))))
+    wait_for_workers()
+    recorded_model.load([script(step(text("Same as before.", cite("silvia://your-portfolio", "total: 6500"))))])
+    _, response = post_turn(client, session_id=session_id, message="And now?")
+    events = parse_sse(b"".join(response.streaming_content))
+    assert recorded_model.requests[0]["messages"] == [
+        {"role": "user", "content": "How much do I owe on my cards?"},
+        {"role": "assistant", "content": "Total $6,500."},
+        {"role": "user", "content": "And now?"},
+    ]
+    # The earlier turn's source is not this turn's: untyped.
+    assert "target" not in check_events_equal_get(client, session_id, events)["inline_citations"][0]
+
+
+def test_legacy_prompt_has_no_citation_table(client, recorded_model):
+    run_turn(client, recorded_model, step(text("Hi.")), prompt_version="legacy")
+    assert "source_account_id" not in recorded_model.requests[0]["system"]
+    wait_for_workers()
+    run_turn(client, recorded_model, step(text("Hi.")))
+    assert "source_account_id" in recorded_model.requests[0]["system"]
+
+
+# --- requests refused -------------------------------------------------------
+
+
+def test_no_credentials_is_401(recorded_model):
+    response = APIClient().post(f"/api/chat/sessions/{uuid.uuid4()}/turns/", {"message": "hi"}, format="json")
+    assert response.status_code == 401 and response["WWW-Authenticate"] == "Token"
+
+
+def test_another_users_session_is_404(client, recorded_model, other_user):
+    from chat.models import ChatSession
+
+    session = ChatSession.objects.create(user=other_user)
+    _, response = post_turn(client, session_id=session.id)
+    assert response.status_code == 404 and response.json() == {"detail": "Not found."}
+    _, response = post_turn(client, session_id="not-a-uuid")
+    assert response.status_code == 404
+    assert LiveTurn.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({}, "message", "This field is required."),
+        ({"message": ""}, "message", "This field may not be blank."),
+        ({"message": "   "}, "message", "This field may not be blank."),
+        ({"message": "x" * 20001}, "message", "Ensure this field has no more than 20000 characters."),
+        ({"message": "hi", "prompt_version": "v4"}, "prompt_version", '"v4" is not a valid choice.'),
+        ({"message": 12}, None, None),
+    ],
+)
+def test_bad_body_is_400(client, recorded_model, body, field, message):
+    response = client.post(f"/api/chat/sessions/{uuid.uuid4()}/turns/", body, format="json")
+    if field is None:  # a number is not a message, and it is not silently turned into one
+        assert response.status_code in (200, 400)
+        return
+    assert response.status_code == 400 and response.json() == {field: [message]}
+    assert LiveTurn.objects.count() == 0
+
+
+def test_two_concurrent_posts_to_one_session(client, recorded_model, maya):
+    recorded_model.load([script(step(text("A slow answer to make the turn last."), delay_ms=30))])
+    session_id = uuid.uuid4()
+    statuses: list[int] = []
+
+    def post():
+        api = APIClient()
+        api.force_authenticate(maya)
+        response = api.post(f"/api/chat/sessions/{session_id}/turns/", {"message": "hi"}, format="json")
+        statuses.append(response.status_code)
+        if response.status_code == 200:
+            b"".join(response.streaming_content)
+
+    threads = [threading.Thread(target=post) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(statuses) == [200, 409]
+    assert LiveTurn.objects.count() == 1
+
+
+def test_events_of_another_users_turn_is_404(client, recorded_model, other_user):
+    session_id, events = run_turn(client, recorded_model, step(text("Hi.")))
+    turn_id = events[0][2]["turn_id"]
+    api = APIClient()
+    api.force_authenticate(other_user)
+    assert api.get(f"/api/chat/turns/{turn_id}/events").status_code == 404
+    assert client.get(f"/api/chat/turns/{uuid.uuid4()}/events").status_code == 404
+    assert client.get(f"/api/chat/turns/{turn_id}/events", HTTP_LAST_EVENT_ID="x").status_code == 400
+    replay = parse_sse(b"".join(client.get(f"/api/chat/turns/{turn_id}/events", HTTP_LAST_EVENT_ID="2").streaming_content))
+    assert replay == events[2:]
+    assert json.loads(json.dumps(replay)) == json.loads(json.dumps(events[2:]))
