@@ -119,7 +119,8 @@ def test_everything_stored_is_escaped(maya_client, maya):
     assert "plaid" not in html
 
 
-def test_no_provider_and_no_model_says_so(maya_client, maya):
+def test_no_provider_and_no_model_says_so(maya_client, maya, settings):
+    settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL = "", None
     accounts = [{"accountId": "a" * 20, "provider": "snaptrade"}, {"accountId": "b" * 20, "provider": "manual"}]
     log = ChatLogFactory(
         session__user=maya,
@@ -148,10 +149,33 @@ def test_the_ask_form_shows_when_a_model_is_configured(maya_client, maya, settin
     assert f'data-session-id="{log.session_id}"' in html and 'id="ask-off"' not in html
 
 
-def test_a_new_conversation_page_has_a_fresh_id(maya_client):
-    html = maya_client.get("/chat/new/").content.decode()
-    assert "Ask your first question below." in html
-    assert re.search(r'data-session-id="[0-9a-f-]{36}"', html) is None  # no model configured: no form
+def test_a_new_conversation_page_has_a_fresh_id(maya_client, settings):
+    settings.ANTHROPIC_API_KEY = "sk-test"
+    first = maya_client.get("/chat/new/").content.decode()
+    second = maya_client.get("/chat/new/").content.decode()
+    assert "Ask your first question below." in first
+    ids = [re.search(r'data-session-id="([0-9a-f-]{36})"', html).group(1) for html in (first, second)]
+    assert ids[0] != ids[1]
+    assert f'data-session-url="/chat/{ids[0]}/"' in first
+
+
+@pytest.mark.parametrize(
+    ("explicit", "key", "base_url", "expected"),
+    [
+        (None, "", None, False),
+        (None, "sk-test", None, True),
+        (None, "", "http://127.0.0.1:9", True),
+        (False, "sk-test", None, False),
+        (True, "", None, True),
+    ],
+)
+def test_model_configured(settings, explicit, key, base_url, expected):
+    from pages.views import model_configured
+
+    if explicit is not None:
+        settings.ANTHROPIC_CONFIGURED = explicit
+    settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL = key, base_url
+    assert model_configured() is expected
 
 
 def test_unknown_account_is_404(maya_client):
