@@ -95,10 +95,12 @@ def account_detail(request: HttpRequest, segment: str) -> HttpResponse:
 def portfolio(request: HttpRequest) -> HttpResponse:
     """`/portfolio/`: the caller's accounts with balances and holdings, and totals by currency."""
     data = portfolio_for_user(user=_caller(request))
-    rows = []
+    rows: list[dict[str, Any]] = []
+    holdings: list[tuple[dict[str, Any], Any]] = []
     for account in data.accounts:
         target_id = account_target_id(account)
-        rows.append({"account": account, "href": account_path(target_id) if target_id else None})
-    holdings = [(row, holding) for row in rows for holding in row["account"].holdings.all()]
+        row = {"account": account, "href": account_path(target_id) if target_id else None}
+        rows.append(row)
+        holdings += [(row, holding) for holding in account.holdings.all()]
     context = {"portfolio": data, "rows": rows, "holdings": holdings, "nav": "portfolio"}
     return render(request, "pages/portfolio.html", context)
