@@ -87,7 +87,7 @@ def demo(transactional_db):
 def page(browser, live_server, demo):
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(30_000)  # generous: 2 shared cores in CI
     page.goto(f"{live_server.url}/login/")
     page.get_by_label("Username").fill("maya")
     page.get_by_label("Password").fill(PASSWORD)
@@ -107,7 +107,7 @@ def test_sign_in_and_open_each_account_of_the_two_cards_chip(page, live_server):
     for index, account_id in enumerate(card_ids):
         first_turn = page.locator("article.turn").first
         first_turn.get_by_role("button", name="2 accounts").click()
-        links = page.locator(".chip__pop:popover-open .chip__accounts a")
+        links = page.locator(".chip__pop:popover-open").get_by_role("listitem").get_by_role("link")
         assert links.count() == 2
         name = Account.objects.get(user__username="maya", source_account_id=account_id).label
         assert links.nth(index).inner_text() == name

@@ -122,7 +122,11 @@
     pop.append(el("span", { "class": "chip__pop-title" }, chip.title || chip.label));
     if (chip.accounts.length) {
       var list = el("span", { "class": "chip__accounts", role: "list" });
-      chip.accounts.forEach(function (l) { list.append(el("a", { role: "listitem", href: l.href }, l.label)); });
+      chip.accounts.forEach(function (l) {
+        var item = el("span", { role: "listitem" });
+        item.append(el("a", { href: l.href }, l.label));
+        list.append(item);
+      });
       pop.append(list);
     }
     pop.append(chip.citedText ? el("q", { "class": "chip__cited" }, chip.citedText)
