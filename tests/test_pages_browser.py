@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from chat.models import ChatSession
 from finance.demo import seed_demo_finance
@@ -21,6 +22,7 @@ from tests import pages_live_urls
 from tests.factories import ChatLogFactory, UserFactory
 
 CHROMIUM = Path("/usr/bin/chromium")
+expect.set_options(timeout=30_000)  # generous: 2 shared cores in CI, and the SDK's retry backoff
 CARD_SESSION = "d93ada3e-af5f-4e4e-823c-781fec71f26d"  # examples/turns/01-card-balances.json
 CARD_A = "BxBXxLj1m4HMXBm9WZZmCWVbPjX16EHwv99vp"
 CARD_B = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
@@ -108,7 +110,7 @@ def test_sign_in_and_open_each_account_of_the_two_cards_chip(page, live_server):
         first_turn = page.locator("article.turn").first
         first_turn.get_by_role("button", name="2 accounts").click()
         links = page.locator(".chip__pop:popover-open").get_by_role("listitem").get_by_role("link")
-        assert links.count() == 2
+        expect(links).to_have_count(2)
         name = Account.objects.get(user__username="maya", source_account_id=account_id).label
         assert links.nth(index).inner_text() == name
         links.nth(index).click()
@@ -123,9 +125,9 @@ def test_cited_text_opens_from_the_keyboard_and_closes_with_escape(page, live_se
     quote.focus()
     page.keyboard.press("Enter")
     popup = page.locator(".chip__pop:popover-open")
-    assert "4820.17" in popup.inner_text()
+    expect(popup).to_contain_text("4820.17")
     page.keyboard.press("Escape")
-    assert page.locator(".chip__pop:popover-open").count() == 0
+    expect(popup).to_have_count(0)
 
 
 def _log_with(maya, inline, response="Pay the card first."):
@@ -355,3 +357,20 @@ def test_a_real_live_turn_streams_and_equals_the_page_after_reload(page, live_se
     chips = [value for kind, value in stored["answer"] if kind == "chip"]
     assert [(c["kind"], c["label"]) for c in chips] == [("accounts", "2 accounts")]
     assert "You owe $1,500 💳 across two cards." in "".join(v for k, v in stored["answer"] if k != "chip")
+
+
+def test_a_failed_live_turn_says_why_and_saves_nothing(page, live_server, recorded_model):
+    from chat.models import ChatLog
+    from tests.live_support import script, step, text
+
+    recorded_model.load([script(step(text("Half an answer that will never end."), error_after=5))])
+    before = ChatLog.objects.count()
+    page.goto(f"{live_server.url}/chat/new/")
+    page.get_by_label("Your question").fill("How much do I owe?")
+    page.get_by_role("button", name="Ask").click()
+    status = page.locator("#ask-status")
+    expect(status).to_have_text("The assistant is overloaded right now. Please try again in a moment.")
+    expect(status).to_have_class("ask__status ask__status--error")
+    assert ChatLog.objects.count() == before
+    # The form is usable again for another try.
+    expect(page.get_by_role("button", name="Ask")).to_be_enabled()

@@ -251,3 +251,19 @@ def test_account_chip_shows_the_callers_name_for_it(maya_client, maya, demo_fina
     )
     html = maya_client.get(f"/chat/{log.session_id}/").content.decode()
     assert f'<a class="chip__label" href="/accounts/{card.source_account_id}">Chase Total Checking</a>' in html
+
+
+def test_session_page_query_budget(maya_client, maya, demo_finance, django_assert_num_queries):
+    session = ChatSessionFactory(user=maya)
+    for _ in range(20):
+        ChatLogFactory(session=session)
+    # Django session, user, the chat session, its turns, the caller's accounts (for chip names).
+    with django_assert_num_queries(5):
+        response = maya_client.get(f"/chat/{session.id}/")
+    assert response.content.decode().count('class="turn"') == 20
+
+
+def test_portfolio_query_budget(maya_client, demo_finance, django_assert_num_queries):
+    # Django session, user, accounts with their connection, holdings with their security.
+    with django_assert_num_queries(4):
+        maya_client.get("/portfolio/")
