@@ -21,6 +21,9 @@ from pages.selectors import account_names_for_user
 SESSIONS_PER_PAGE = 50
 """The API's page size (SPEC section 10), so both list the same sessions per page."""
 
+TURNS_PER_PAGE = 50
+"""Turns on one session page; a long session opens on its latest turns, `?page=N` goes back."""
+
 
 def home(request: HttpRequest) -> HttpResponse:
     """`/`: the sessions page for a signed-in user, the sign-in page otherwise."""
@@ -48,7 +51,7 @@ def _ask_context() -> dict[str, Any]:
 def session_list(request: HttpRequest) -> HttpResponse:
     """`/chat/`: the caller's sessions, most recently active first, 50 a page (`?page=N`)."""
     page = Paginator(session_list_for_user(user=_caller(request)), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "pages/session_list.html", {"page": page, "new_session_id": uuid.uuid4()})
+    return render(request, "pages/session_list.html", {"page": page})
 
 
 @login_required
@@ -58,14 +61,18 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     if session is None:
         raise Http404("No such conversation.")
     names = account_names_for_user(user=_caller(request))
+    # Paged newest first, so page 1 holds the latest turns (the page a
+    # conversation is continued from); each page reads oldest first.
+    page = Paginator(session_messages(session=session).reverse(), TURNS_PER_PAGE).get_page(request.GET.get("page"))
     turns = []
-    for log in session_messages(session=session):
+    for log in reversed(page.object_list):
         pieces, stray = answer_pieces(log.response, log.inline_citations, account_names=names)
         turns.append({"log": log, "pieces": pieces, "stray": stray})
     context = {
         "session": session,
         "session_id": session.id,
         "turns": turns,
+        "page": page,
         "account_names": names,
         "nav": "chat",
         **_ask_context(),

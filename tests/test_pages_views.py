@@ -257,8 +257,8 @@ def test_session_page_query_budget(maya_client, maya, demo_finance, django_asser
     session = ChatSessionFactory(user=maya)
     for _ in range(20):
         ChatLogFactory(session=session)
-    # Django session, user, the chat session, its turns, the caller's accounts (for chip names).
-    with django_assert_num_queries(5):
+    # Django session, user, the chat session, the caller's accounts (for chip names), turn count, its turns.
+    with django_assert_num_queries(6):
         response = maya_client.get(f"/chat/{session.id}/")
     assert response.content.decode().count('class="turn"') == 20
 
@@ -267,3 +267,17 @@ def test_portfolio_query_budget(maya_client, demo_finance, django_assert_num_que
     # Django session, user, accounts with their connection, holdings with their security.
     with django_assert_num_queries(4):
         maya_client.get("/portfolio/")
+
+
+def test_a_long_session_opens_on_its_latest_50_turns(maya_client, maya):
+    session = ChatSessionFactory(user=maya)
+    for n in range(51):
+        ChatLogFactory(session=session, user_message=f"Question {n:02d}")
+    latest = maya_client.get(f"/chat/{session.id}/").content.decode()
+    questions = re.findall(r"<p>(Question \d\d)</p>", latest)
+    assert questions[0] == "Question 01" and questions[-1] == "Question 50" and len(questions) == 50
+    assert 'href="?page=2" rel="prev">Earlier questions' in latest
+    earlier = maya_client.get(f"/chat/{session.id}/?page=2").content.decode()
+    assert re.findall(r"<p>(Question \d\d)</p>", earlier) == ["Question 00"]
+    assert 'href="?page=1" rel="next">Later questions' in earlier
+    assert 'class="ask"' not in earlier
