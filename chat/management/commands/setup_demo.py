@@ -13,7 +13,7 @@ from chat.models import ChatSession
 from finance.demo import seed_demo_finance
 
 DEMO_USER = "maya"
-DEMO_PASSWORD = "silvia-demo"  # signs in to the pages; a local demo only
+DEMO_PASSWORD = "silvia-demo"  # noqa: S105 - signs in to the pages; a local demo only
 OTHER_USER = "sam"
 STAFF_USER = "admin"
 STAFF_PASSWORD = "admin"
