@@ -33,7 +33,7 @@
       return v.url === null || nonEmpty(v.url) ? { kind: kind, url: v.url } : null;
     }
     if (kind === "market_data") return nonEmpty(v.ticker) ? { kind: kind, ticker: v.ticker } : null;
-    if (kind === "account") return isObject(v) && nonEmpty(v.accountId) ? { kind: kind, accountId: v.accountId } : null;
+    if (kind === "account") return nonEmpty(v.accountId) ? { kind: kind, accountId: v.accountId } : null;
     if (kind === "accounts") {
       if (!Array.isArray(v.accounts) || !v.accounts.length) return null;
       var ids = [];
