@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "chat",
+    "pages",
     "finance",
 ]
 
@@ -124,6 +125,16 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
+
+# Pages (SPEC section 14): Django's sign-in, then the sessions page.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "pages:session-list"
+LOGOUT_REDIRECT_URL = "login"
+# whitenoise also finds the apps' static files without `collectstatic`, so a
+# fresh clone served by uvicorn has its CSS (collectstatic still gives hashed,
+# compressed copies under STATIC_ROOT when run).
+WHITENOISE_USE_FINDERS = True
+(BASE_DIR / "var" / "static").mkdir(exist_ok=True)
 
 REST_FRAMEWORK = {
     # Token first so that an unauthenticated request gets 401 with

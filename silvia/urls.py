@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
+from pages.urls import auth_urlpatterns
 from silvia.views import api_not_found, healthz
 
 urlpatterns = [
@@ -13,4 +14,6 @@ urlpatterns = [
     # JSON 404, the same body as a missing session (docs/api.md), with
     # DEBUG on too (Django's handler404 is skipped then).
     re_path(r"^api/", api_not_found),
+    *auth_urlpatterns,
+    path("", include("pages.urls")),
 ]

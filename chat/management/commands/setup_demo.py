@@ -13,6 +13,7 @@ from chat.models import ChatSession
 from finance.demo import seed_demo_finance
 
 DEMO_USER = "maya"
+DEMO_PASSWORD = "silvia-demo"  # noqa: S105 - signs in to the pages; a local demo only
 OTHER_USER = "sam"
 STAFF_USER = "admin"
 STAFF_PASSWORD = "admin"
@@ -32,6 +33,9 @@ class Command(BaseCommand):
         users = get_user_model()
         maya, _ = users.objects.get_or_create(username=DEMO_USER)
         token, _ = Token.objects.get_or_create(user=maya)
+        if not maya.password or not maya.has_usable_password():
+            maya.set_password(DEMO_PASSWORD)
+            maya.save(update_fields=["password"])
         if not users.objects.filter(username=STAFF_USER).exists():
             users.objects.create_superuser(STAFF_USER, password=STAFF_PASSWORD)
 
@@ -51,4 +55,5 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/{session.id}/ | python3 -m json.tool"
             )
+        self.stdout.write(f"Pages: {base_url}/ (user {DEMO_USER}, password {DEMO_PASSWORD})")
         self.stdout.write(f"Admin: {base_url}/admin/ (user {STAFF_USER}, password {STAFF_PASSWORD})")

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class PagesConfig(AppConfig):
+    """Server-rendered pages for signed-in users: sessions, chips, accounts (SPEC section 14)."""
+
+    name = "pages"

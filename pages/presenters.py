@@ -1,0 +1,219 @@
+"""Citation chips and cited spans for the pages (SPEC sections 6, 9 and 14).
+
+Pure: no ORM, no HTTP. `chip_for_citation` is the one place that turns a
+stored citation into what a page shows; `pages/static/pages/chips.js` applies
+the same rules in the browser for live turns (a browser test ties the two).
+Nothing here raises on stored data, whatever shape it has: a citation that
+cannot be read falls back to its `source` and `title`, never disappears.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from citations.targets import (
+    AccountsTarget,
+    AccountTarget,
+    AnalysisTarget,
+    CardDocumentTarget,
+    MarketDataTarget,
+    MortgageReferenceTarget,
+    PortfolioTarget,
+    TaxReferenceTarget,
+    WebTarget,
+    parse_citation_target,
+)
+from citations.urls import account_path
+
+__all__ = [
+    "FINNHUB_SOURCE",
+    "PORTFOLIO_PATH",
+    "AnswerPiece",
+    "Chip",
+    "ChipLink",
+    "answer_pieces",
+    "chip_for_citation",
+    "safe_href",
+]
+
+PORTFOLIO_PATH = "/portfolio/"
+"""Where a `portfolio` chip links (the portfolio page)."""
+
+FINNHUB_SOURCE = "silvia://market-data/finnhub"
+"""The source whose `analysis` chip reads "Live data" (SPEC 4 and 14)."""
+
+# http(s) only, and no ASCII control character or space anywhere: browsers
+# strip or ignore those, which is how `java\tscript:` style tricks get in.
+# chips.js uses the same expression.
+_SAFE_URL = re.compile(r"^https?://[^\x00-\x20\x7f]+$", re.IGNORECASE)
+
+_LIBRARY = (TaxReferenceTarget, CardDocumentTarget, MortgageReferenceTarget)
+
+
+@dataclass(frozen=True, slots=True)
+class ChipLink:
+    """One entry of an `accounts` chip's list: a label and the account page path."""
+
+    label: str
+    href: str
+
+
+@dataclass(frozen=True, slots=True)
+class Chip:
+    """What a page shows for one citation (SPEC section 14).
+
+    `kind` is the target kind, or `"fallback"` for a citation without a
+    readable target. `href` is a site path or an http(s) URL (`external`),
+    else None. `accounts` lists each account of an `accounts` chip.
+    `cited_text` and `title` are shown on demand. Never holds a provider.
+    """
+
+    kind: str
+    label: str
+    href: str | None = None
+    external: bool = False
+    accounts: tuple[ChipLink, ...] = ()
+    title: str = ""
+    cited_text: str = ""
+
+
+def safe_href(value: object) -> str | None:
+    """`value` when it is an http/https URL a page may link to, else None."""
+    if isinstance(value, str) and _SAFE_URL.match(value):
+        return value
+    return None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _host(url: str) -> str:
+    """The host of an http(s) `url` as written (port and user info dropped), else `url`.
+
+    By hand rather than `urlsplit`, so chips.js can do exactly the same.
+    """
+    authority = re.split(r"[/?#\\]", url[url.index("://") + 3 :], maxsplit=1)[0]
+    host = authority[authority.rfind("@") + 1 :]
+    host = host[: host.find("]") + 1] if host.startswith("[") else host.split(":")[0]
+    return host or url
+
+
+def _fallback(source: str, title: str, cited_text: str) -> Chip:
+    href = safe_href(source)
+    label = title or (_host(source) if href else source) or "Source"
+    return Chip("fallback", label, href, href is not None, title=title, cited_text=cited_text)
+
+
+def _account_links(target: AccountsTarget, names: Mapping[str, str], title: str) -> tuple[ChipLink, ...]:
+    count = len(target.accounts)
+    labels = [
+        names.get(ref.account_id) or f"{title or 'Account'} ({i} of {count})"
+        for i, ref in enumerate(target.accounts, 1)
+    ]
+    # Two cards may share a name ("Credit card"): number repeats so each link reads apart.
+    repeated = {label for label in labels if labels.count(label) > 1}
+    seen: dict[str, int] = {}
+    links = []
+    for label, ref in zip(labels, target.accounts, strict=True):
+        if label in repeated:
+            seen[label] = seen.get(label, 0) + 1
+            label = f"{label} ({seen[label]})"
+        links.append(ChipLink(label, account_path(ref.account_id)))
+    return tuple(links)
+
+
+def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> Chip:
+    """The chip for one stored citation (SPEC section 14); never raises.
+
+    `citation` is an entry of `citations`/`inline_citations` as stored (any
+    JSON value). `account_names` maps the caller's account ids to their
+    names; an `account` chip not in it shows the citation's title. Unknown,
+    malformed and untyped targets give a `"fallback"` chip from `source` and
+    `title` (an http/https source links).
+    """
+    entry = citation if isinstance(citation, dict) else {}
+    source, title, cited = _text(entry.get("source")), _text(entry.get("title")), _text(entry.get("cited_text"))
+    target = parse_citation_target(entry.get("target"))
+    if isinstance(target, AccountTarget):
+        label = account_names.get(target.account_id) or title or "Account"
+        return Chip("account", label, account_path(target.account_id), title=title, cited_text=cited)
+    if isinstance(target, AccountsTarget):
+        links = _account_links(target, account_names, title)
+        return Chip("accounts", f"{len(links)} accounts", accounts=links, title=title, cited_text=cited)
+    if isinstance(target, PortfolioTarget):
+        return Chip("portfolio", "Your portfolio", PORTFOLIO_PATH, title=title, cited_text=cited)
+    if isinstance(target, MarketDataTarget):
+        return Chip("market_data", target.ticker, title=title, cited_text=cited)
+    if isinstance(target, AnalysisTarget):
+        return Chip("analysis", "Live data" if source == FINNHUB_SOURCE else "Analysis", title=title, cited_text=cited)
+    if isinstance(target, (WebTarget, *_LIBRARY)):
+        url = target.url
+        href = safe_href(url)
+        label = title or (_host(url) if href and url else "") or source or "Document"
+        return Chip(target.kind, label, href, href is not None, title=title, cited_text=cited)
+    return _fallback(source, title, cited)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerPiece:
+    """A run of answer text (`cited` when some citation covers it), or the chips placed after a span."""
+
+    text: str = ""
+    cited: bool = False
+    chips: tuple[Chip, ...] = field(default=())
+
+
+def _utf16_boundaries(text: str) -> dict[int, int]:
+    """UTF-16 offset -> index into `text`, for every offset between two characters."""
+    bounds, units = {0: 0}, 0
+    for index, char in enumerate(text, 1):
+        units += 2 if ord(char) > 0xFFFF else 1
+        bounds[units] = index
+    return bounds
+
+
+def _offset(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def answer_pieces(
+    answer: str, inline: object, *, account_names: Mapping[str, str]
+) -> tuple[list[AnswerPiece], list[Chip]]:
+    """The answer cut at its inline citations' spans (SPEC section 6); never raises.
+
+    `inline` is the stored `inline_citations` value. Spans are UTF-16 code
+    unit offsets, end exclusive. Returns the pieces in order (text runs, and
+    after each span's end the chips of the citations ending there, in stored
+    order) and the chips whose span is missing, not integers, reversed, out
+    of range or splitting a character, to be shown after the text.
+    """
+    entries: Sequence[object] = inline if isinstance(inline, list) else []
+    bounds = _utf16_boundaries(answer)
+    placed: dict[int, list[Chip]] = {}
+    spans: list[tuple[int, int]] = []
+    stray: list[Chip] = []
+    for entry in entries:
+        chip = chip_for_citation(entry, account_names=account_names)
+        start = _offset(entry.get("start")) if isinstance(entry, dict) else None
+        end = _offset(entry.get("end")) if isinstance(entry, dict) else None
+        if start is None or end is None or start > end or start not in bounds or end not in bounds:
+            stray.append(chip)
+            continue
+        begin, finish = bounds[start], bounds[end]
+        spans.append((begin, finish))
+        placed.setdefault(finish, []).append(chip)
+    cuts = sorted({0, len(answer), *(i for span in spans for i in span)})
+    pieces: list[AnswerPiece] = []
+    for left, right in itertools.pairwise(cuts):
+        if left in placed:
+            pieces.append(AnswerPiece(chips=tuple(placed.pop(left))))
+        covered = any(begin <= left and right <= finish for begin, finish in spans)
+        pieces.append(AnswerPiece(answer[left:right], covered))
+    # What is left ends at the end of the answer (or the answer is empty).
+    for position in sorted(placed):
+        pieces.append(AnswerPiece(chips=tuple(placed[position])))
+    return pieces, stray
