@@ -62,15 +62,26 @@ SIGNATURE_JS = """
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop in this thread
+    # Playwright's sync API runs an event loop in this thread, which Django's
+    # async-safety check would refuse. Set only while the browser tests run:
+    # left in the environment it would reach the servers and `check --deploy`
+    # that later tests start as subprocesses.
+    had = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+            yield chromium
+            chromium.close()
+    finally:
+        if had is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = had
 
 
 @pytest.fixture
