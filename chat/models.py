@@ -30,7 +30,8 @@ class ChatSession(models.Model):
     class Meta:
         db_table = "chat_sessions"
         ordering = ["-updated_at", "-created_at"]
-        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated")]
+        # The list's order within one user: its count and any page are index scans.
+        indexes = [models.Index(fields=["user", "-updated_at", "-created_at", "-id"], name="chat_sessions_user_order")]
 
     def __str__(self) -> str:
         return self.title or str(self.id)

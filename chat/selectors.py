@@ -6,19 +6,40 @@ import uuid
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, JSONField, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count, JSONField, OuterRef, QuerySet, Subquery, TextField
+from django.db.models.functions import Cast, Coalesce
 
 from chat.models import ChatLog, ChatSession
 from citations.turn import parse_uuid
 
 
+#: Most recently active first; the index `chat_sessions_user_order` serves it.
+SESSION_ORDER = ("-updated_at", "-created_at", "-id")
+
+
 def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
-    """The user's sessions, most recently active first, each with `message_count`."""
+    """The user's sessions, most recently active first, from `chat_sessions` alone.
+
+    Counting them and slicing a page read only the user's index entries,
+    whatever the size of `ai_chat_logs`. `sessions_with_message_counts` adds
+    `message_count` to one page.
+    """
+    return ChatSession.objects.filter(user=user).order_by(*SESSION_ORDER)
+
+
+def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:
+    """The sessions of `page` (a sliced `session_list_for_user`), same order, each with `message_count`.
+
+    One query: the page is a subquery (`id IN (... LIMIT n OFFSET m)`) and
+    the count a correlated subquery, so turns are counted for the page's
+    rows only (an index-only count on `ai_chat_logs_session_created`), never
+    for the rows an offset skips.
+    """
+    counts = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session").annotate(n=Count("pk")).values("n")
     return (
-        ChatSession.objects.filter(user=user)
-        .annotate(message_count=Count("logs"))
-        .order_by("-updated_at", "-created_at", "-id")
+        ChatSession.objects.filter(pk__in=page.values("pk"))
+        .annotate(message_count=Coalesce(Subquery(counts), 0))
+        .order_by(*SESSION_ORDER)
     )
 
 

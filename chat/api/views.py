@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chat.api.pagination import SessionPagination
 from chat.api.rendering import EncodedJSONRenderer, session_detail_json
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.selectors import session_get_for_user, session_list_for_user
@@ -17,6 +18,7 @@ class SessionListView(generics.ListAPIView):
     """The caller's chat sessions, most recently active first, paginated."""
 
     serializer_class = ChatSessionListSerializer
+    pagination_class = SessionPagination
 
     def get_queryset(self):
         return session_list_for_user(user=self.request.user)
