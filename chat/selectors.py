@@ -2,11 +2,13 @@
 is indistinguishable from a missing one)."""
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, JSONField, OuterRef, QuerySet, Subquery, TextField
+from django.db.models import Count, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from chat.models import ChatLog, ChatSession
@@ -58,8 +60,40 @@ def session_messages(*, session: ChatSession) -> QuerySet[ChatLog]:
     return ChatLog.objects.filter(session=session).order_by("created_at", "id")
 
 
-def session_message_rows(*, session: ChatSession, fields: Sequence[str]) -> QuerySet[ChatLog, tuple]:
-    """The session's turns, oldest first, as tuples of the `ChatLog` columns `fields`. One query.
+class MessageCursor(NamedTuple):
+    """A position in a session's turns: the (created_at, id) of one `ai_chat_logs` row, the list's order."""
+
+    created_at: dt.datetime
+    id: uuid.UUID
+
+
+def session_detail_for_user(
+    *, session_id: str | uuid.UUID, user: AbstractBaseUser, after: uuid.UUID | None = None
+) -> ChatSession | None:
+    """`session_get_for_user`, with what the detail's headers need, in the same one query.
+
+    Annotated: `message_count` and `last_message_at` (max `created_at`), for
+    the ETag; with `after`, `after_created_at`: that message's `created_at`,
+    None when it is not one of this session's turns.
+    """
+    session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
+    if session_uuid is None:
+        return None
+    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
+    queryset = ChatSession.objects.filter(pk=session_uuid, user=user).annotate(
+        message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
+        last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
+    )
+    if after is not None:
+        position = ChatLog.objects.filter(pk=after, session=OuterRef("pk")).values("created_at")
+        queryset = queryset.annotate(after_created_at=Subquery(position))
+    return queryset.first()
+
+
+def session_message_rows(
+    *, session: ChatSession, fields: Sequence[str], after: MessageCursor | None = None
+) -> QuerySet[ChatLog, tuple]:
+    """The session's turns, oldest first (those after `after` only, when given), as tuples of the `ChatLog` columns `fields`. One query.
 
     JSON columns come back as their stored JSON text, not decoded: jsonb's
     text output on PostgreSQL (keys in jsonb order), the text Django wrote on
@@ -69,4 +103,7 @@ def session_message_rows(*, session: ChatSession, fields: Sequence[str]) -> Quer
     columns = [
         Cast(name, TextField()) if isinstance(ChatLog._meta.get_field(name), JSONField) else name for name in fields
     ]
-    return ChatLog.objects.filter(session=session).order_by("created_at", "id").values_list(*columns)
+    rows = ChatLog.objects.filter(session=session)
+    if after is not None:
+        rows = rows.filter(Q(created_at__gt=after.created_at) | Q(created_at=after.created_at, id__gt=after.id))
+    return rows.order_by("created_at", "id").values_list(*columns)
