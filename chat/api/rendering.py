@@ -148,7 +148,7 @@ def _encode(values: Any, raw: Iterable[object]) -> bytes:
 
 
 def session_detail_chunks(
-    *, session: ChatSession, after: MessageCursor | None = None, chunk_rows: int = CHUNK_ROWS
+    *, session: ChatSession, after: MessageCursor | None = None, chunk_rows: int = CHUNK_ROWS, server_side: bool = True
 ) -> Iterator[bytes]:
     """The body of `GET /api/chat/sessions/<id>/` in pieces: `ChatSessionDetailSerializer`'s JSON for `session`.
 
@@ -156,7 +156,11 @@ def session_detail_chunks(
     when given); `citations`/`inline_citations` as stored (jsonb key order on
     PostgreSQL). Non-ASCII characters are UTF-8, U+2028/U+2029 escaped, as
     DRF's renderer writes them. Joined, the pieces are the same bytes however
-    many rows a piece holds. One query, read `chunk_rows` rows at a time.
+    many rows a piece holds. One query, read `chunk_rows` rows at a time:
+    from a server-side cursor on PostgreSQL when `server_side` (iterate it
+    inside a transaction, or the server materialises the rows first);
+    otherwise fetched whole, which saves the cursor's round trips on a
+    session known to be small.
     """
     header_fields = ChatSessionDetailSerializer().fields
     header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
@@ -168,7 +172,8 @@ def session_detail_chunks(
     yield _encode(header, header_values)[:-1] + b',"messages":['
     names = tuple(name for name, _ in MESSAGE_COLUMNS)
     converters = _converters(MESSAGE_COLUMNS, ChatLogSerializer().fields)
-    rows = session_message_rows(session=session, fields=names, after=after).iterator(chunk_size=chunk_rows)
+    queryset = session_message_rows(session=session, fields=names, after=after)
+    rows = queryset.iterator(chunk_size=chunk_rows) if server_side else iter(queryset)
     chunk: list[tuple[Any, ...]] = []
     first = True
     for row in chain(rows, [None]):
@@ -190,7 +195,7 @@ def session_detail_chunks(
 
 def session_detail_json(*, session: ChatSession, after: MessageCursor | None = None) -> EncodedJSON:
     """The whole body of `session_detail_chunks` at once (for small sessions and indented output)."""
-    return EncodedJSON(b"".join(session_detail_chunks(session=session, after=after)))
+    return EncodedJSON(b"".join(session_detail_chunks(session=session, after=after, server_side=False)))
 
 
 def session_detail_etag(*, session: ChatSession, after: Any = None) -> str:

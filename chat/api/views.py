@@ -17,7 +17,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat.api.pagination import SessionPagination
-from chat.api.rendering import CHUNK_ROWS, EncodedJSON, EncodedJSONRenderer, session_detail_chunks, session_detail_etag
+from chat.api.rendering import (
+    CHUNK_ROWS,
+    EncodedJSONRenderer,
+    session_detail_chunks,
+    session_detail_etag,
+    session_detail_json,
+)
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.selectors import MessageCursor, session_detail_for_user, session_list_for_user
 from citations.turn import parse_uuid
@@ -97,10 +103,9 @@ class SessionDetailView(APIView):
         if "*" in etags or any(etag.removeprefix("W/") == headers["ETag"] for etag in etags):
             return Response(status=304, headers=headers)
 
-        chunks = session_detail_chunks(session=session, after=after)
         indented = self.get_renderers()[0].get_indent(request.accepted_media_type or "", {}) is not None
         if session.message_count <= CHUNK_ROWS or indented:
-            return Response(EncodedJSON(b"".join(chunks)), headers=headers)
-        streamed = _in_transaction(chunks)
+            return Response(session_detail_json(session=session, after=after), headers=headers)
+        streamed = _in_transaction(session_detail_chunks(session=session, after=after))
         content = _async_chunks(streamed) if isinstance(request._request, ASGIRequest) else streamed
         return StreamingHttpResponse(content, content_type="application/json", headers=headers)
