@@ -119,6 +119,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
+# Limits of a turn record (README "Importing turns"): refusals name the limit.
+TURN_MAX_TEXT_CHARS = env.int("TURN_MAX_TEXT_CHARS", default=1_000_000)  # user_message or answer, characters
+TURN_MAX_TOOL_ROWS = env.int("TURN_MAX_TOOL_ROWS", default=200_000)  # rows of one execute_sql output
+IMPORT_MAX_RECORD_BYTES = env.int("IMPORT_MAX_RECORD_BYTES", default=64 * 1024 * 1024)  # one record in a file
+IMPORT_BATCH_SIZE = env.int("IMPORT_BATCH_SIZE", default=500)  # records per transaction
+# Part of every session ETag: change it after a backfill so clients fetch again.
+API_ETAG_SALT = env.str("API_ETAG_SALT", default="")
+
 # Root of the library corpus (SPEC section 8).
 # Relative to the project when relative.
 CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examples/corpus")
