@@ -38,7 +38,10 @@ _BOM = b"\xef\xbb\xbf"
 # orjson reads integers past 64 bits as floats, silently; records holding
 # such a literal (or anything orjson refuses) go through the stdlib decoder,
 # which keeps them exact and words the refusals the way the tests expect.
-_LONG_DIGITS = re.compile(rb"\d{19,}")
+# (A run of 19 digits is searched for as 19 zeros in the bytes mapped to
+# zeros and spaces: several times faster than a regular expression.)
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_DIGITS = b"0" * 19
 # Bytes that were not UTF-8, as `surrogateescape` decoding keeps them.
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
@@ -71,7 +74,7 @@ _DECODE_ERRORS = (ValueError, RecursionError)  # JSONDecodeError is a ValueError
 
 def _loads(data: bytes) -> Any:
     """Decode one record: orjson, or the stdlib decoder where orjson would differ or refuses."""
-    if not _LONG_DIGITS.search(data):
+    if _LONG_DIGITS not in data.translate(_DIGITS_TO_ZERO):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

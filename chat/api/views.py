@@ -106,6 +106,6 @@ class SessionDetailView(APIView):
         indented = self.get_renderers()[0].get_indent(request.accepted_media_type or "", {}) is not None
         if session.message_count <= CHUNK_ROWS or indented:
             return Response(session_detail_json(session=session, after=after), headers=headers)
-        streamed = _in_transaction(session_detail_chunks(session=session, after=after))
+        streamed = _in_transaction(session_detail_chunks(session=session, after=after, chunk_rows=CHUNK_ROWS))
         content = _async_chunks(streamed) if isinstance(request._request, ASGIRequest) else streamed
         return StreamingHttpResponse(content, content_type="application/json", headers=headers)
