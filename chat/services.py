@@ -274,10 +274,13 @@ class TurnImporter:
             # names a stored session or turn would be refused, so refuse it
             # before the user is created (after writing what is queued,
             # which may store that session; new users are rare).
+            # A parallel import may create the same user meanwhile: what it
+            # stored under that name is no refusal.
             self.flush()
-            if ChatSession.objects.filter(pk=turn.session_id).exists():
+            other_owner = {f"user__{user_model.USERNAME_FIELD}": username}
+            if ChatSession.objects.filter(pk=turn.session_id).exclude(**other_owner).exists():
                 raise TurnRecordError("session.id", f"session {turn.session_id} belongs to another user")
-            if turn.id is not None and ChatLog.objects.filter(pk=turn.id).exists():
+            if turn.id is not None and ChatLog.objects.filter(pk=turn.id).exclude(**other_owner).exists():
                 raise TurnRecordError("id", f"turn {turn.id} belongs to another user")
         user = import_user(username, create=self.create_users, where="user")
         self._users[username] = user
