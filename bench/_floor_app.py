@@ -12,6 +12,7 @@ implementation of the two endpoints must do: look the token up, then
 
 The database is `FLOOR_DATABASE` (a psycopg conninfo).
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,8 @@ def _user(headers: list[tuple[bytes, bytes]]) -> int | None:
 def _detail(user_id: int, session_id: str) -> bytes:
     db = _db()
     header = db.execute(
-        "SELECT id, title, created_at, updated_at FROM chat_sessions WHERE id = %s AND user_id = %s", [session_id, user_id]
+        "SELECT id, title, created_at, updated_at FROM chat_sessions WHERE id = %s AND user_id = %s",
+        [session_id, user_id],
     ).fetchone()
     rows = db.execute(
         "SELECT id, user_message, response, citations, inline_citations, prompt_version, model, created_at "
@@ -83,7 +85,9 @@ def _list(user_id: int, page: int) -> bytes:
         "count": count,
         "next": f"{base}?page={page + 1}" if page * 50 < count else None,
         "previous": None if page == 1 else (base if page == 2 else f"{base}?page={page - 1}"),
-        "results": [{"id": r[0], "title": r[1], "created_at": r[2], "updated_at": r[3], "message_count": r[4]} for r in rows],
+        "results": [
+            {"id": r[0], "title": r[1], "created_at": r[2], "updated_at": r[3], "message_count": r[4]} for r in rows
+        ],
     }
     return orjson.dumps(body, option=orjson.OPT_UTC_Z)
 

@@ -6,6 +6,7 @@ ASGI app: the product (`silvia.asgi:application`) or the floor
 (`bench._floor_app:app`), so both pay the same HTTP server and the same
 client. `Client.get` reads a whole body over one kept-alive connection.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,5 @@
 """Loading benchmark data fast: migrate with the product's own command, then COPY (PostgreSQL)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,14 +18,20 @@ from bench._http import ROOT, django_env
 
 def migrate(database_url: str) -> None:
     """`manage.py migrate` on the scratch database, in a child process."""
-    subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=django_env(database_url), check=True)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=django_env(database_url),
+        check=True,
+    )
 
 
 def add_user(conn: psycopg.Connection[Any], username: str) -> tuple[int, str]:
     """A user with a DRF token; returns (user id, token key)."""
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     (user_id,) = conn.execute(
-        "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff, is_active, date_joined) "
+        "INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff, "
+        "is_active, date_joined) "
         "VALUES ('!', false, %s, '', '', '', false, true, %s) RETURNING id",
         [username, now],
     ).fetchone() or (0,)
@@ -33,7 +40,9 @@ def add_user(conn: psycopg.Connection[Any], username: str) -> tuple[int, str]:
     return user_id, key
 
 
-def copy_sessions(conn: psycopg.Connection[Any], rows: Iterable[tuple[uuid.UUID, int, str, dt.datetime, dt.datetime]]) -> None:
+def copy_sessions(
+    conn: psycopg.Connection[Any], rows: Iterable[tuple[uuid.UUID, int, str, dt.datetime, dt.datetime]]
+) -> None:
     """COPY (id, user_id, title, created_at, updated_at) rows into chat_sessions."""
     with conn.cursor().copy("COPY chat_sessions (id, user_id, title, created_at, updated_at) FROM STDIN") as copy:
         for row in rows:
@@ -41,7 +50,16 @@ def copy_sessions(conn: psycopg.Connection[Any], rows: Iterable[tuple[uuid.UUID,
 
 
 LOG_COLUMNS = (
-    "id", "session_id", "user_id", "user_message", "response", "citations", "inline_citations", "prompt_version", "model", "created_at",
+    "id",
+    "session_id",
+    "user_id",
+    "user_message",
+    "response",
+    "citations",
+    "inline_citations",
+    "prompt_version",
+    "model",
+    "created_at",
 )
 
 
@@ -53,10 +71,22 @@ def copy_logs(conn: psycopg.Connection[Any], rows: Iterable[dict[str, Any]]) -> 
     """
     from citations.summary import summarize_citations
 
-    has_summary = conn.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_name = 'ai_chat_logs' AND column_name = 'citation_count'"
-    ).fetchone() is not None
-    summary = ("citation_count", "typed_count", "untyped_count", "malformed_count", "target_kinds", "account_ids", "sources")
+    has_summary = (
+        conn.execute(
+            "SELECT 1 FROM information_schema.columns "
+            "WHERE table_name = 'ai_chat_logs' AND column_name = 'citation_count'"
+        ).fetchone()
+        is not None
+    )
+    summary = (
+        "citation_count",
+        "typed_count",
+        "untyped_count",
+        "malformed_count",
+        "target_kinds",
+        "account_ids",
+        "sources",
+    )
     columns = ", ".join(LOG_COLUMNS + (summary if has_summary else ()))
     with conn.cursor().copy(f"COPY ai_chat_logs ({columns}) FROM STDIN") as copy:
         for row in rows:
@@ -65,5 +95,13 @@ def copy_logs(conn: psycopg.Connection[Any], rows: Iterable[dict[str, Any]]) -> 
             values[6] = orjson.dumps(values[6]).decode()
             if has_summary:
                 s = summarize_citations(row["citations"], row["inline_citations"])
-                values += [s.citation_count, s.typed_count, s.untyped_count, s.malformed_count, s.target_kinds, s.account_ids, s.sources]
+                values += [
+                    s.citation_count,
+                    s.typed_count,
+                    s.untyped_count,
+                    s.malformed_count,
+                    s.target_kinds,
+                    s.account_ids,
+                    s.sources,
+                ]
             copy.write_row(values)

@@ -1,6 +1,6 @@
 """Benchmark: `GET /api/chat/sessions/<id>` over real HTTP against the same-work floor (SPEC section 10).
 
-    .venv/bin/python bench/get_session.py                              # 100, 2,000 and 10,000 messages; memory at 20,000
+    .venv/bin/python bench/get_session.py            # 100, 2,000 and 10,000 messages; memory at 20,000
     .venv/bin/python bench/get_session.py --messages 100 2000 --memory-messages 0 --runs 10
 
 One scratch PostgreSQL database (on `--database-url`, default DATABASE_URL
@@ -23,6 +23,7 @@ worker's peak RSS (VmHWM) after a small GET and after GET of the
 `--memory-messages` session (goal: it adds <= 64 MiB); this runs first, on
 a fresh worker.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,40 @@ from bench._timing import DEFAULT_SERVER_URL, postgres_server_url, ratio_line, t
 GOAL_FLOOR = 1.15
 CITATIONS_PER_MESSAGE = 10
 
-WORDS = (
-    "the total balance of your account rose fell by percent since last month while fees interest dividends "
-    "were paid on card statement credit limit apr mortgage escrow tax deduction contribution roth ira"
-).split()
+WORDS = [
+    "the",
+    "total",
+    "balance",
+    "of",
+    "your",
+    "account",
+    "rose",
+    "fell",
+    "by",
+    "percent",
+    "since",
+    "last",
+    "month",
+    "while",
+    "fees",
+    "interest",
+    "dividends",
+    "were",
+    "paid",
+    "on",
+    "card",
+    "statement",
+    "credit",
+    "limit",
+    "apr",
+    "mortgage",
+    "escrow",
+    "tax",
+    "deduction",
+    "contribution",
+    "roth",
+    "ira",
+]
 ACCOUNTS = [
     ("Checking", "ZtLFsthnkAxRzuUr1nu1CQAWtci7Jytl9ooyT", "plaid"),
     ("Savings", "a8Kq2LmN4pR6sT8vX0zB3dF5hJ7kM9nP1rQ", "plaid"),
@@ -70,19 +101,51 @@ def _citation(rng: random.Random, n: int) -> dict[str, Any]:
     name, account_id, provider = ACCOUNTS[n % len(ACCOUNTS)]
     ticker = TICKERS[n % len(TICKERS)]
     source, title, target = {
-        0: (f"silvia://your-account/{name.lower().replace(' ', '-')}", name, {"kind": "account", "accountId": account_id, "provider": provider}),
-        1: ("silvia://your-account/credit-card", "Credit card", {"kind": "accounts", "accounts": [
-            {"accountId": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U", "provider": "plaid"},
-            {"accountId": "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c", "provider": None}]}),
+        0: (
+            f"silvia://your-account/{name.lower().replace(' ', '-')}",
+            name,
+            {"kind": "account", "accountId": account_id, "provider": provider},
+        ),
+        1: (
+            "silvia://your-account/credit-card",
+            "Credit card",
+            {
+                "kind": "accounts",
+                "accounts": [
+                    {"accountId": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U", "provider": "plaid"},
+                    {"accountId": "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c", "provider": None},
+                ],
+            },
+        ),
         2: ("silvia://your-portfolio", "Your portfolio", {"kind": "portfolio"}),
-        3: (f"silvia://market-data/finnhub/{ticker}", f"{ticker} market data", {"kind": "market_data", "ticker": ticker}),
+        3: (
+            f"silvia://market-data/finnhub/{ticker}",
+            f"{ticker} market data",
+            {"kind": "market_data", "ticker": ticker},
+        ),
         4: ("silvia://analysis", "Analysis", {"kind": "analysis"}),
-        5: ("https://www.irs.gov/publications/p590a", "Publication 590-A", {"kind": "tax_reference", "url": "https://www.irs.gov/publications/p590a"}),
+        5: (
+            "https://www.irs.gov/publications/p590a",
+            "Publication 590-A",
+            {"kind": "tax_reference", "url": "https://www.irs.gov/publications/p590a"},
+        ),
         6: ("silvia://credit-card-corpus/chase/sapphire.md", "sapphire.md", {"kind": "card_document", "url": None}),
-        7: ("https://www.ecfr.gov/current/title-12/part-1026", "Regulation Z", {"kind": "mortgage_reference", "url": "https://www.ecfr.gov/current/title-12/part-1026"}),
-        8: ("https://www.reuters.com/markets/us/stocks-rally-2026-11-02/", "Stocks rally — “record” close ✓", {"kind": "web", "url": "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/"}),
+        7: (
+            "https://www.ecfr.gov/current/title-12/part-1026",
+            "Regulation Z",
+            {"kind": "mortgage_reference", "url": "https://www.ecfr.gov/current/title-12/part-1026"},
+        ),
+        8: (
+            "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/",
+            "Stocks rally — “record” close ✓",
+            {"kind": "web", "url": "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/"},
+        ),
         9: ("silvia://search/search_web", None, None),  # untyped: no target key
-        10: ("silvia://weather/austin", "Austin 日本 💳", {"kind": "weather", "city": "Austin", "temps": [21.5, 1e-07, 12345678901234567890]}),
+        10: (
+            "silvia://weather/austin",
+            "Austin 日本 💳",
+            {"kind": "weather", "city": "Austin", "temps": [21.5, 1e-07, 12345678901234567890]},
+        ),
         11: ("silvia://your-account/old", "Old", {"kind": "account"}),  # malformed: served as stored
     }[kind]
     citation: dict[str, Any] = {"source": source, "title": title, "cited_text": _text(rng, 8, 40)}
@@ -113,10 +176,9 @@ def generate_message(rng: random.Random, index: int) -> dict[str, Any]:
         "prompt_version": "v5" if index % 5 else "legacy",
         "model": "claude-sonnet-4-5-20250929",
         # Microseconds vary, as timezone.now() values do.
-        "created_at": dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=index * 37, microseconds=index * 7919 % 1_000_000),
+        "created_at": dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+        + dt.timedelta(seconds=index * 37, microseconds=index * 7919 % 1_000_000),
     }
-
-
 
 
 def postgres_unreachable(server_url: str) -> str | None:
@@ -143,12 +205,28 @@ def load(conninfo: str, sizes: list[int], seed: int = 5) -> tuple[str, dict[int,
         for size in sorted(set(sizes)):
             session_id = uuid.UUID(int=rng.getrandbits(128), version=4)
             sessions[size] = session_id
-            start = dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc)
-            copy_sessions(conn, [(session_id, user_id, f"Bench session — {size:,} turns", start, start + dt.timedelta(days=28, microseconds=123456))])
+            start = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+            copy_sessions(
+                conn,
+                [
+                    (
+                        session_id,
+                        user_id,
+                        f"Bench session — {size:,} turns",
+                        start,
+                        start + dt.timedelta(days=28, microseconds=123456),
+                    )
+                ],
+            )
             copy_logs(
                 conn,
                 (
-                    {**generate_message(rng, index), "id": uuid.UUID(int=rng.getrandbits(128), version=4), "session_id": session_id, "user_id": user_id}
+                    {
+                        **generate_message(rng, index),
+                        "id": uuid.UUID(int=rng.getrandbits(128), version=4),
+                        "session_id": session_id,
+                        "user_id": user_id,
+                    }
                     for index in range(size)
                 ),
             )
@@ -159,9 +237,18 @@ def load(conninfo: str, sizes: list[int], seed: int = 5) -> tuple[str, dict[int,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, nargs="+", default=[100, 2000, 10000], help="session sizes to time")
-    parser.add_argument("--memory-messages", type=int, default=20000, help="session size for the memory check (0: skip)")
-    parser.add_argument("--runs", type=int, default=20, help="timed runs per size (fewer for big sessions: at most 200,000 turns in all)")
-    parser.add_argument("--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})")
+    parser.add_argument(
+        "--memory-messages", type=int, default=20000, help="session size for the memory check (0: skip)"
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=20,
+        help="timed runs per size (fewer for big sessions: at most 200,000 turns in all)",
+    )
+    parser.add_argument(
+        "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
+    )
     args = parser.parse_args(argv)
     server_url = postgres_server_url(args.database_url)
     reason = postgres_unreachable(server_url)
@@ -174,7 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         key, sessions = load(conninfo, sizes)
         auth = {"Authorization": f"Token {key}"}
         floor_env = {**django_env(django_url), "FLOOR_DATABASE": conninfo}
-        with Server("silvia.asgi:application", django_env(django_url)) as product, Server("bench._floor_app:app", floor_env) as floor:
+        with (
+            Server("silvia.asgi:application", django_env(django_url)) as product,
+            Server("bench._floor_app:app", floor_env) as floor,
+        ):
             p, f = product.client(auth), floor.client(auth)
             if args.memory_messages:
                 p.get(f"/api/chat/sessions/{sessions[min(sizes)]}")
@@ -183,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
                 after = product.peak_rss_mib()
                 added = after - before
                 print(
-                    f"get_session memory: {args.memory_messages} messages, body {len(body) / 1e6:.1f} MB; worker peak RSS "
-                    f"{before:.0f} MiB -> {after:.0f} MiB, adds {added:.0f} MiB (goal <= {MEMORY_GOAL_MIB}: {'met' if added <= MEMORY_GOAL_MIB else 'NOT MET'})",
+                    f"get_session memory: {args.memory_messages} messages, body {len(body) / 1e6:.1f} MB; "
+                    f"worker peak RSS {before:.0f} MiB -> {after:.0f} MiB, adds {added:.0f} MiB "
+                    f"(goal <= {MEMORY_GOAL_MIB}: {'met' if added <= MEMORY_GOAL_MIB else 'NOT MET'})",
                     flush=True,
                 )
                 del body
@@ -192,10 +283,17 @@ def main(argv: list[str] | None = None) -> int:
                 url = f"/api/chat/sessions/{sessions[size]}"
                 floor_url = f"/detail/{sessions[size]}"
                 mine = p.get(url)
-                assert orjson.loads(mine) == orjson.loads(f.get(floor_url)), f"{size} messages: product and floor bodies differ"
+                assert orjson.loads(mine) == orjson.loads(f.get(floor_url)), (
+                    f"{size} messages: product and floor bodies differ"
+                )
                 runs = max(5, min(args.runs, 200_000 // size))
-                t = time_alternately({"product": lambda u=url: p.get(u), "floor": lambda u=floor_url: f.get(u)}, runs=runs, warmup=1)
-                print(f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, body {len(mine) / 1e6:.1f} MB, {runs} runs")
+                t = time_alternately(
+                    {"product": lambda u=url: p.get(u), "floor": lambda u=floor_url: f.get(u)}, runs=runs, warmup=1
+                )
+                print(
+                    f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, "
+                    f"body {len(mine) / 1e6:.1f} MB, {runs} runs"
+                )
                 print(t["product"].line("product (silvia.asgi, token auth)"))
                 print(t["floor"].line("floor (raw psycopg + orjson, JSON as text)"))
                 print(ratio_line(t["product"], t["floor"], goal=GOAL_FLOOR, what="product/floor"), flush=True)

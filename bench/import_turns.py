@@ -19,6 +19,7 @@ Then `--json-mb` (0 skips): records up to about that size, written as one
 pretty-printed `.json` list and as `.jsonl`; each is imported into emptied
 tables; goal: the `.json` list takes at most 2x the `.jsonl` time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,7 +73,9 @@ def derived_records(count: int, seed: int = 3) -> list[dict[str, Any]]:
             session_ids.setdefault(old_session, str(uuid.UUID(int=rng.getrandbits(128), version=4)))
             new["session"]["id"] = session_ids[old_session]
             if "created_at" in new:
-                new["created_at"] = (dt.datetime.fromisoformat(new["created_at"].replace("Z", "+00:00")) - shift).isoformat()
+                new["created_at"] = (
+                    dt.datetime.fromisoformat(new["created_at"].replace("Z", "+00:00")) - shift
+                ).isoformat()
             out.append(new)
             if len(out) == count:
                 break
@@ -83,7 +86,11 @@ def derived_records(count: int, seed: int = 3) -> list[dict[str, Any]]:
 def run_import(django_url: str, path: Path) -> tuple[float, str]:
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "manage.py", "import_turns", str(path)], cwd=ROOT, env=django_env(django_url), capture_output=True, text=True
+        [sys.executable, "manage.py", "import_turns", str(path)],
+        cwd=ROOT,
+        env=django_env(django_url),
+        capture_output=True,
+        text=True,
     )
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
@@ -101,10 +108,18 @@ def floor(conninfo: str) -> tuple[float, int]:
     with psycopg.connect(conninfo) as conn:
         tables = {}
         for table in ("chat_sessions", "ai_chat_logs"):
-            cur = conn.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed names
+            cur = conn.execute(f"SELECT * FROM {table}")
             names = [d.name for d in cur.description or []]
-            types = {r[0]: r[1] for r in conn.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s", [table])}
-            rows = [[json.dumps(v) if types[n] == "jsonb" else v for n, v in zip(names, row)] for row in cur.fetchall()]
+            types = {
+                r[0]: r[1]
+                for r in conn.execute(
+                    "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s", [table]
+                )
+            }
+            rows = [
+                [json.dumps(v) if types[n] == "jsonb" else v for n, v in zip(names, row, strict=True)]
+                for row in cur.fetchall()
+            ]
             tables[table] = (names, types, rows)
         conn.execute("TRUNCATE ai_chat_logs, chat_sessions")
         conn.commit()
@@ -112,7 +127,7 @@ def floor(conninfo: str) -> tuple[float, int]:
         with conn.transaction():
             for table, (names, types, rows) in tables.items():
                 placeholders = ", ".join("%s::jsonb" if types[n] == "jsonb" else "%s" for n in names)
-                conn.cursor().executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders})", rows)  # noqa: S608
+                conn.cursor().executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({placeholders})", rows)
         elapsed = time.perf_counter() - started
     return elapsed, len(tables["ai_chat_logs"][2])
 
@@ -121,10 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--json-mb", type=float, default=20, help="size of the .json vs .jsonl comparison (0: skip)")
-    parser.add_argument("--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})")
+    parser.add_argument(
+        "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
+    )
     args = parser.parse_args(argv)
     server_url = postgres_server_url(args.database_url)
-    with tempfile.TemporaryDirectory(prefix="silvia_bench_") as folder, scratch_postgres(server_url) as (conninfo, django_url):
+    with (
+        tempfile.TemporaryDirectory(prefix="silvia_bench_") as folder,
+        scratch_postgres(server_url) as (conninfo, django_url),
+    ):
         migrate(django_url)
         with psycopg.connect(conninfo) as conn:
             add_user(conn, "maya")
@@ -143,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         ratio = rate / floor_rate
         print(f"import_turns bench, PostgreSQL: {args.records} records ({jsonl.stat().st_size / 1e6:.1f} MB .jsonl)")
         print(f"  import_turns  {seconds:8.2f} s  {rate:9.0f} turns/s   ({summary})")
-        print(f"  floor         {floor_seconds:8.2f} s  {floor_rate:9.0f} turns/s   (executemany of the same final rows, one transaction)")
+        print(
+            f"  floor         {floor_seconds:8.2f} s  {floor_rate:9.0f} turns/s   "
+            "(executemany of the same final rows, one transaction)"
+        )
         print(f"  import/floor turns/s {ratio:.3f} (goal >= 1/3: {'met' if ratio >= GOAL_FLOOR else 'NOT MET'})")
         print(
             f"  without the command's fixed start-up ({fixed:.2f} s: interpreter, Django, an empty file): "
@@ -161,8 +184,15 @@ def main(argv: list[str] | None = None) -> int:
             jsonl_seconds, _ = run_import(django_url, as_jsonl)
             empty_tables(conninfo)
             json_seconds, _ = run_import(django_url, as_json)
-            print(f"import_turns .json list vs .jsonl: {len(big)} records, .json {as_json.stat().st_size / 1e6:.0f} MB, .jsonl {as_jsonl.stat().st_size / 1e6:.0f} MB")
-            print(f"  .jsonl {jsonl_seconds:8.2f} s   .json {json_seconds:8.2f} s   ratio {json_seconds / jsonl_seconds:.2f} (goal <= {GOAL_JSON:g}: {'met' if json_seconds <= GOAL_JSON * jsonl_seconds else 'NOT MET'})")
+            print(
+                f"import_turns .json list vs .jsonl: {len(big)} records, "
+                f".json {as_json.stat().st_size / 1e6:.0f} MB, .jsonl {as_jsonl.stat().st_size / 1e6:.0f} MB"
+            )
+            print(
+                f"  .jsonl {jsonl_seconds:8.2f} s   .json {json_seconds:8.2f} s   "
+                f"ratio {json_seconds / jsonl_seconds:.2f} "
+                f"(goal <= {GOAL_JSON:g}: {'met' if json_seconds <= GOAL_JSON * jsonl_seconds else 'NOT MET'})"
+            )
     return 0
 
 

@@ -6,6 +6,7 @@ pure domain (`citations.turn.assemble_turn`) and write the session and the
 records, a batch per transaction (`chat.turn_writer`). Nothing of a refused
 record is saved.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,13 +14,13 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
 from chat.models import ChatLog, ChatSession
@@ -76,13 +77,19 @@ def _check_limits(record: Any, limits: TurnLimits) -> None:
         return
     message = record.get("user_message")
     if isinstance(message, str) and len(message) > limits.max_text_chars:
-        raise TurnRecordError("user_message", f"{len(message)} characters, over the limit of {limits.max_text_chars} (TURN_MAX_TEXT_CHARS)")
+        raise TurnRecordError(
+            "user_message",
+            f"{len(message)} characters, over the limit of {limits.max_text_chars} (TURN_MAX_TEXT_CHARS)",
+        )
     events = record.get("events")
     for i, event in enumerate(events if isinstance(events, list) else ()):
         output = event.get("output") if isinstance(event, dict) else None
         rows = output.get("rows") if isinstance(output, dict) else None
         if isinstance(rows, list) and len(rows) > limits.max_tool_rows:
-            raise TurnRecordError(f"events[{i}].output.rows", f"{len(rows)} rows, over the limit of {limits.max_tool_rows} (TURN_MAX_TOOL_ROWS)")
+            raise TurnRecordError(
+                f"events[{i}].output.rows",
+                f"{len(rows)} rows, over the limit of {limits.max_tool_rows} (TURN_MAX_TOOL_ROWS)",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +103,9 @@ def _prepare(turn: TurnRecord, owner: AbstractBaseUser, limits: TurnLimits) -> _
     assembled = assemble_turn(turn.events)
     if len(assembled.response) > limits.max_text_chars:
         raise TurnRecordError(
-            "events", f"the answer has {len(assembled.response)} characters, over the limit of {limits.max_text_chars} (TURN_MAX_TEXT_CHARS)"
+            "events",
+            f"the answer has {len(assembled.response)} characters, "
+            f"over the limit of {limits.max_text_chars} (TURN_MAX_TEXT_CHARS)",
         )
     created_at = turn.created_at or timezone.now()
     columns = {
@@ -194,14 +203,14 @@ def import_user(username: str, *, create: bool, where: str) -> AbstractBaseUser:
         return found
     if not create:
         raise TurnRecordError(where, f"no user named {username!r} (pass --create-users to create it)")
-    field = user_model._meta.get_field(user_model.USERNAME_FIELD)
+    field = cast(models.Field, user_model._meta.get_field(user_model.USERNAME_FIELD))
     try:
         field.clean(username, None)  # max length and the username validator
     except ValidationError as error:
         raise TurnRecordError(where, f"cannot create user {username!r}: {' '.join(error.messages)}") from None
     # get_or_create re-reads on a unique violation: a parallel import that
     # created the same name first is no refusal.
-    user, _ = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})
+    user, _ = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})  # type: ignore[arg-type]
     return user
 
 
@@ -305,7 +314,7 @@ class TurnImporter:
                     continue
                 self._count(item, outcome)
             return
-        for item, outcome in zip(pending, outcomes):
+        for item, outcome in zip(pending, outcomes, strict=True):
             self._count(item, outcome)
 
     def _count(self, item: _Pending, outcome: WriteOutcome) -> None:

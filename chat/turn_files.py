@@ -10,6 +10,7 @@ forward. A bad byte (not UTF-8) or a bad line fails only its own record, with
 its line and byte offset; a syntax error inside a `.json` list ends that file
 (where the next record starts is unknowable), earlier records still count.
 """
+
 from __future__ import annotations
 
 import json
@@ -97,7 +98,7 @@ def _jsonl_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
         start = offset
         offset += len(line)
         if number == 1 and line.startswith(_BOM):
-            line = line[len(_BOM):]
+            line = line[len(_BOM) :]
         if len(line) > limit + 1 or (len(line) == limit + 1 and not line.endswith(b"\n")):
             # Skip the rest of the over-long line without holding it.
             while line and not line.endswith(b"\n"):
@@ -110,7 +111,10 @@ def _jsonl_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
         try:
             line.decode("utf-8")
         except UnicodeDecodeError as error:
-            yield FileRecord(number, error=f"not UTF-8: byte 0x{line[error.start]:02x} at byte offset {start + error.start} of the file")
+            yield FileRecord(
+                number,
+                error=f"not UTF-8: byte 0x{line[error.start]:02x} at byte offset {start + error.start} of the file",
+            )
             continue
         try:
             yield FileRecord(number, _loads(line))
@@ -155,14 +159,18 @@ def _element(text: str, position: int, dirty: bool, limit: int) -> tuple[FileRec
         where = getattr(error, "pos", position)
         return None, position, (_bad_byte(text, position, where + 1) if dirty else None) or _not_json(error)
     problem = _bad_byte(text, position, end) if dirty else None
-    if problem is None and end - position > limit // 4 and len(text[position:end].encode("utf-8", "surrogateescape")) > limit:
+    if (
+        problem is None
+        and end - position > limit // 4
+        and len(text[position:end].encode("utf-8", "surrogateescape")) > limit
+    ):
         problem = _too_big(len(text[position:end].encode("utf-8", "surrogateescape")), limit)
     return FileRecord(0, None if problem else value, problem), end, None
 
 
 def _json_records(data: bytes, limit: int) -> Iterator[FileRecord]:
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     try:
         text, dirty = data.decode("utf-8"), False
     except UnicodeDecodeError:

@@ -21,6 +21,7 @@ PostgreSQL takes each step as one statement over a JSON document
 (`jsonb_to_recordset`): one parameter, no per-value quoting in Python.
 SQLite runs one statement per row, which costs nothing without a network.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -64,7 +65,13 @@ def _sessions(rows: Sequence[TurnRow]) -> list[dict[str, Any]]:
         s = row.session
         entry = merged.get(s.id)
         if entry is None:
-            merged[s.id] = {"id": s.id, "user_id": s.user_id, "title": s.title or "", "created_at": s.created_at, "updated_at": s.created_at}
+            merged[s.id] = {
+                "id": s.id,
+                "user_id": s.user_id,
+                "title": s.title or "",
+                "created_at": s.created_at,
+                "updated_at": s.created_at,
+            }
             continue
         if not entry["title"] and s.title:
             entry["title"] = s.title
@@ -74,12 +81,19 @@ def _sessions(rows: Sequence[TurnRow]) -> list[dict[str, Any]]:
 
 
 def _db_types(model: type[Any], names: Sequence[str]) -> list[str]:
-    return [model._meta.get_field(name.removesuffix("_id") if name in ("session_id", "user_id") else name).db_type(connection) for name in names]
+    return [
+        model._meta.get_field(name.removesuffix("_id") if name in ("session_id", "user_id") else name).db_type(
+            connection
+        )
+        for name in names
+    ]
 
 
 def _pg_recordset(model: type[Any], names: Sequence[str], alias: str = "r") -> str:
     types = _db_types(model, names)
-    return f"jsonb_to_recordset(%s::jsonb) AS {alias}({', '.join(f'{n} {t}' for n, t in zip(names, types))})"
+    return (
+        f"jsonb_to_recordset(%s::jsonb) AS {alias}({', '.join(f'{n} {t}' for n, t in zip(names, types, strict=True))})"
+    )
 
 
 _SESSION_COLUMNS = ("id", "user_id", "title", "created_at", "updated_at")
@@ -95,7 +109,11 @@ _SESSION_CONFLICT = (
 
 def _insert_turns_pg(names: Sequence[str], rows: list[dict[str, Any]]) -> set[Any]:
     columns = ", ".join(names)
-    sql = f"INSERT INTO ai_chat_logs ({columns}) SELECT {columns} FROM {_pg_recordset(ChatLog, names)} ON CONFLICT (id) DO NOTHING RETURNING id"
+    source = _pg_recordset(ChatLog, names)
+    # Column names come from the model, values travel as one parameter.
+    sql = (
+        f"INSERT INTO ai_chat_logs ({columns}) SELECT {columns} FROM {source} ON CONFLICT (id) DO NOTHING RETURNING id"  # noqa: S608
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [orjson.dumps(rows).decode()])
         return {row[0] for row in cursor.fetchall()}
@@ -103,7 +121,8 @@ def _insert_turns_pg(names: Sequence[str], rows: list[dict[str, Any]]) -> set[An
 
 def _upsert_sessions_pg(sessions: list[dict[str, Any]]) -> set[Any]:
     columns = ", ".join(_SESSION_COLUMNS)
-    sql = f"INSERT INTO chat_sessions ({columns}) SELECT {columns} FROM {_pg_recordset(ChatSession, _SESSION_COLUMNS)} {_SESSION_CONFLICT} RETURNING id"
+    source = _pg_recordset(ChatSession, _SESSION_COLUMNS)
+    sql = f"INSERT INTO chat_sessions ({columns}) SELECT {columns} FROM {source} {_SESSION_CONFLICT} RETURNING id"  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, [orjson.dumps(sessions).decode()])
         return {row[0] for row in cursor.fetchall()}
@@ -112,12 +131,13 @@ def _upsert_sessions_pg(sessions: list[dict[str, Any]]) -> set[Any]:
 def _prep(model: type[Any], name: str, value: Any) -> Any:
     field = model._meta.get_field(name.removesuffix("_id") if name in ("session_id", "user_id") else name)
     if name in ("session_id", "user_id"):
-        field = field.target_field  # type: ignore[union-attr]
+        field = field.target_field
     return field.get_db_prep_value(value, connection, prepared=False)
 
 
 def _insert_turns_sqlite(names: Sequence[str], rows: list[dict[str, Any]]) -> set[Any]:
-    sql = f"INSERT INTO ai_chat_logs ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))}) ON CONFLICT (id) DO NOTHING"
+    values = ", ".join(["%s"] * len(names))
+    sql = f"INSERT INTO ai_chat_logs ({', '.join(names)}) VALUES ({values}) ON CONFLICT (id) DO NOTHING"  # noqa: S608
     created = set()
     with connection.cursor() as cursor:
         for row in rows:
@@ -129,7 +149,9 @@ def _insert_turns_sqlite(names: Sequence[str], rows: list[dict[str, Any]]) -> se
 
 def _upsert_sessions_sqlite(sessions: list[dict[str, Any]]) -> set[Any]:
     names = _SESSION_COLUMNS
-    sql = f"INSERT INTO chat_sessions ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))}) {_SESSION_CONFLICT.replace('LEAST', 'MIN').replace('GREATEST', 'MAX')}"
+    values = ", ".join(["%s"] * len(names))
+    conflict = _SESSION_CONFLICT.replace("LEAST", "MIN").replace("GREATEST", "MAX")  # SQLite's scalar min/max
+    sql = f"INSERT INTO chat_sessions ({', '.join(names)}) VALUES ({values}) {conflict}"  # noqa: S608
     ours = set()
     with connection.cursor() as cursor:
         for session in sessions:

@@ -1,4 +1,5 @@
 """The session detail's newer points (SPEC section 10): ETag and 304, `?after=`, a body streamed in chunks."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -11,19 +12,19 @@ import pytest
 import uvicorn
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 
 from chat.api import views
 from chat.api.rendering import MESSAGE_COLUMNS, SESSION_COLUMNS, session_detail_json
 from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer
-from rest_framework import serializers
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
 
 def _session_with(maya, n):
-    session = ChatSessionFactory(user=maya)
+    session = ChatSessionFactory.create(user=maya)
     logs = ChatLogFactory.create_batch(n, session=session)
     return session, logs
 
@@ -47,7 +48,9 @@ def test_etag_answers_304_with_no_body_until_the_session_gains_a_turn(token_clie
     assert token_client.get(url, HTTP_IF_NONE_MATCH=f'"other", W/{etag}').status_code == 304
     assert token_client.get(url, HTTP_IF_NONE_MATCH="*").status_code == 304
 
-    ChatLogFactory(session=session, created_at=dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc))  # an older turn, imported late
+    ChatLogFactory.create(
+        session=session, created_at=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    )  # an older turn, imported late
     changed = token_client.get(url, HTTP_IF_NONE_MATCH=etag)
     assert changed.status_code == 200 and changed["ETag"] != etag
     assert len(changed.json()["messages"]) == 4
@@ -81,8 +84,8 @@ def test_after_returns_only_the_later_messages_in_the_same_shape(token_client, m
 
 
 def test_after_breaks_ties_on_created_at_by_id(token_client, maya):
-    session = ChatSessionFactory(user=maya)
-    same = dt.datetime(2026, 11, 5, tzinfo=dt.timezone.utc)
+    session = ChatSessionFactory.create(user=maya)
+    same = dt.datetime(2026, 11, 5, tzinfo=dt.UTC)
     logs = sorted(ChatLogFactory.create_batch(3, session=session, created_at=same), key=lambda log: log.id.hex)
     body = token_client.get(f"/api/chat/sessions/{session.id}/?after={logs[0].id}").json()
     assert [m["id"] for m in body["messages"]] == [str(logs[1].id), str(logs[2].id)]
@@ -90,8 +93,8 @@ def test_after_breaks_ties_on_created_at_by_id(token_client, maya):
 
 def test_after_that_is_not_a_message_of_the_session_is_400_naming_it(token_client, maya, other_user):
     session, _ = _session_with(maya, 1)
-    elsewhere = ChatLogFactory(session__user=maya)
-    theirs = ChatLogFactory(session__user=other_user)
+    elsewhere = ChatLogFactory.create(session__user=maya)
+    theirs = ChatLogFactory.create(session__user=other_user)
     url = f"/api/chat/sessions/{session.id}/"
     for after in ("not-a-uuid", str(elsewhere.id), str(theirs.id), "00000000-0000-4000-8000-000000000000"):
         response = token_client.get(url, {"after": after})
@@ -119,7 +122,10 @@ def test_a_session_over_one_chunk_is_streamed_with_the_same_bytes(token_client, 
 
     after = token_client.get(f"/api/chat/sessions/{session.id}/?after={logs[4].id}")
     assert after.status_code == 200
-    assert [m["id"] for m in json.loads(b"".join(after.streaming_content))["messages"]] == [str(logs[5].id), str(logs[6].id)]
+    assert [m["id"] for m in json.loads(b"".join(after.streaming_content))["messages"]] == [
+        str(logs[5].id),
+        str(logs[6].id),
+    ]
 
 
 def test_detail_columns_are_the_serializers_fields():
@@ -144,7 +150,9 @@ class _Uvicorn:
     def __init__(self) -> None:
         from silvia.asgi import application
 
-        self.server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(application, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> int:
@@ -163,19 +171,25 @@ class _Uvicorn:
 @pytest.mark.django_db(transaction=True)
 def test_uvicorn_streams_a_big_session_in_chunks_with_the_same_bytes(monkeypatch):
     monkeypatch.setattr(views, "CHUNK_ROWS", 3)
-    owner = UserFactory(username="streamer")
+    owner = UserFactory.create(username="streamer")
     key = Token.objects.create(user=owner).key
-    session = ChatSessionFactory(user=owner)
+    session = ChatSessionFactory.create(user=owner)
     ChatLogFactory.create_batch(10, session=session)
     expected = session_detail_json(session=session).body
 
     with _Uvicorn() as port:
         client = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        client.request("GET", f"/api/chat/sessions/{session.id}/", headers={"Authorization": f"Token {key}", "Host": "127.0.0.1"})
+        client.request(
+            "GET", f"/api/chat/sessions/{session.id}/", headers={"Authorization": f"Token {key}", "Host": "127.0.0.1"}
+        )
         response = client.getresponse()
         body = response.read()
-        etag = response.getheader("ETag")
-        client.request("GET", f"/api/chat/sessions/{session.id}/", headers={"Authorization": f"Token {key}", "Host": "127.0.0.1", "If-None-Match": etag})
+        etag = response.getheader("ETag") or ""
+        client.request(
+            "GET",
+            f"/api/chat/sessions/{session.id}/",
+            headers={"Authorization": f"Token {key}", "Host": "127.0.0.1", "If-None-Match": etag},
+        )
         cached = client.getresponse()
         cached_body = cached.read()
         client.close()

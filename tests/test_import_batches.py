@@ -1,4 +1,5 @@
 """`import_turns` in batches: bad bytes and lines, limits, repeats in a batch, parallel runs (issues 13 and 14)."""
+
 from __future__ import annotations
 
 import json
@@ -70,11 +71,28 @@ def test_a_json_list_of_many_records_reports_each_start_line(tmp_path, maya):
 @pytest.mark.parametrize(
     ("options", "mutate", "message"),
     [
-        ({"max_record_bytes": 2000}, lambda r: r.update(user_message="x" * 3000), "over the limit of 2000 bytes (--max-record-bytes)"),
-        ({"max_text_chars": 10}, lambda r: r.update(user_message="x" * 11), "user_message: 11 characters, over the limit of 10 (TURN_MAX_TEXT_CHARS)"),
+        (
+            {"max_record_bytes": 2000},
+            lambda r: r.update(user_message="x" * 3000),
+            "over the limit of 2000 bytes (--max-record-bytes)",
+        ),
+        (
+            {"max_text_chars": 10},
+            lambda r: r.update(user_message="x" * 11),
+            "user_message: 11 characters, over the limit of 10 (TURN_MAX_TEXT_CHARS)",
+        ),
         (
             {"max_tool_rows": 2},
-            lambda r: r["events"].insert(0, {"type": "tool_call", "id": "s", "name": "execute_sql", "input": {"query": "q"}, "output": {"rows": [{"a": 1}] * 3}}),
+            lambda r: r["events"].insert(
+                0,
+                {
+                    "type": "tool_call",
+                    "id": "s",
+                    "name": "execute_sql",
+                    "input": {"query": "q"},
+                    "output": {"rows": [{"a": 1}] * 3},
+                },
+            ),
             "events[0].output.rows: 3 rows, over the limit of 2 (TURN_MAX_TOOL_ROWS)",
         ),
     ],
@@ -117,25 +135,35 @@ def test_refusals_inside_a_batch_leave_its_other_records_written(tmp_path, maya,
     assert "session.id: session 99999999-2222-4333-8444-555555555555 belongs to another user" in err
     assert "id: turn 00000000-0000-4000-8000-000000000090 belongs to another user" in err
     assert "imported 2, skipped 1, failed 2" in out
-    assert set(ChatLog.objects.filter(user__username="maya").values_list("user_message", flat=True)) == {"question 1", "question 3"}
+    assert set(ChatLog.objects.filter(user__username="maya").values_list("user_message", flat=True)) == {
+        "question 1",
+        "question 3",
+    }
     assert ChatSession.objects.get(pk=theirs["session"]["id"]).user == other_user
     assert ChatLog.objects.filter(session_id=theirs["session"]["id"]).count() == 1
 
 
 def test_a_session_claimed_by_two_users_in_one_batch_goes_to_the_first(tmp_path, maya, other_user):
     first, second = _record(1), _record(2, user="sam")
-    code, out, err = _run(_write(tmp_path / "two.json", [first, second]), batch_size=10)
+    code, _, err = _run(_write(tmp_path / "two.json", [first, second]), batch_size=10)
     assert code == 1 and "session.id: session 11111111-2222-4333-8444-555555555555 belongs to another user" in err
     assert ChatSession.objects.get().user == maya and ChatLog.objects.get().user == maya
 
 
 def test_batches_keep_the_session_rules(tmp_path, maya):
-    early, late, untitled = _record(1, created_at="2026-11-01T00:00:00Z"), _record(2, created_at="2026-11-09T00:00:00Z"), _record(3)
+    early, late, untitled = (
+        _record(1, created_at="2026-11-01T00:00:00Z"),
+        _record(2, created_at="2026-11-09T00:00:00Z"),
+        _record(3),
+    )
     late["session"]["title"] = "Second title"
     early["session"]["title"] = ""
     untitled["created_at"] = "2026-11-05T00:00:00Z"
     assert _run(_write(tmp_path / "a.json", [early, late]), batch_size=10)[0] == 0
-    assert _run(_write(tmp_path / "b.json", [untitled | {"session": {"id": early["session"]["id"], "title": "Third"}}]))[0] == 0
+    assert (
+        _run(_write(tmp_path / "b.json", [untitled | {"session": {"id": early["session"]["id"], "title": "Third"}}]))[0]
+        == 0
+    )
     session = ChatSession.objects.get()
     assert session.title == "Second title"  # the first non-empty title given is kept
     assert (session.created_at.day, session.updated_at.day) == (1, 9)
@@ -155,11 +183,16 @@ def test_four_parallel_imports_creating_users_refuse_nothing(tmp_path):
         record["session"]["id"] = f"11111111-2222-4333-8444-{n % 5:012d}"
     path = _write(tmp_path / "shared.json", records)
     settings = connection.settings_dict
-    url = f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+    url = (
+        f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
     env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "silvia.settings"}
     command = [sys.executable, "manage.py", "import_turns", str(path), "--create-users", "--batch-size", "3"]
-    runs = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
-    results = [run.communicate(timeout=120) + (run.returncode,) for run in runs]
+    runs = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    results = [(*run.communicate(timeout=120), run.returncode) for run in runs]
 
     for out, err, code in results:
         assert code == 0, err

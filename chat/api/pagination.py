@@ -1,11 +1,14 @@
 """Pagination of the sessions list: `message_count` computed for the page's rows only (SPEC section 10)."""
+
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
 from rest_framework.pagination import PageNumberPagination
 
+from chat.models import ChatSession
 from chat.selectors import sessions_with_message_counts
 
 
@@ -21,7 +24,8 @@ class SessionPaginator(Paginator):
         top = bottom + self.per_page
         if top + self.orphans >= self.count:
             top = self.count
-        return self._get_page(sessions_with_message_counts(page=self.object_list[bottom:top]), number, self)
+        page = cast("QuerySet[ChatSession]", self.object_list[bottom:top])
+        return Page(sessions_with_message_counts(page=page), number, self)
 
 
 class SessionPagination(PageNumberPagination):

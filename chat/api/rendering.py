@@ -18,24 +18,25 @@ without the other fails a test, not a request.
   server-side cursor on PostgreSQL, so a process's memory does not grow with
   the session's size.
 """
+
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+import uuid
+from collections.abc import Callable, Generator, Iterable
 from itertools import chain
 from typing import Any
 
 import orjson
 from django.conf import settings
 from django.utils import timezone
-from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 
 from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer
 from chat.models import ChatSession
-from chat.selectors import MessageCursor, session_message_rows
+from chat.selectors import MessageCursor, SessionDetail, session_message_rows
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -149,7 +150,7 @@ def _encode(values: Any, raw: Iterable[object]) -> bytes:
 
 def session_detail_chunks(
     *, session: ChatSession, after: MessageCursor | None = None, chunk_rows: int = CHUNK_ROWS, server_side: bool = True
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The body of `GET /api/chat/sessions/<id>/` in pieces: `ChatSessionDetailSerializer`'s JSON for `session`.
 
     Keys in serializer order; messages oldest first (only those after `after`
@@ -166,7 +167,9 @@ def session_detail_chunks(
     header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
     header = {
         name: value if convert is None or value is None else convert(value)
-        for (name, _), convert, value in zip(SESSION_COLUMNS, _converters(SESSION_COLUMNS, header_fields), header_values)
+        for (name, _), convert, value in zip(
+            SESSION_COLUMNS, _converters(SESSION_COLUMNS, header_fields), header_values, strict=True
+        )
     }
     # `{...header...}` without its closing brace, then the messages list.
     yield _encode(header, header_values)[:-1] + b',"messages":['
@@ -183,7 +186,10 @@ def session_detail_chunks(
                 continue
         if chunk:
             messages = [
-                {name: value if convert is None or value is None else convert(value) for name, convert, value in zip(names, converters, r)}
+                {
+                    name: value if convert is None or value is None else convert(value)
+                    for name, convert, value in zip(names, converters, r, strict=True)
+                }
                 for r in chunk
             ]
             encoded = _encode(messages, chain.from_iterable(chunk))[1:-1]
@@ -198,8 +204,8 @@ def session_detail_json(*, session: ChatSession, after: MessageCursor | None = N
     return EncodedJSON(b"".join(session_detail_chunks(session=session, after=after, server_side=False)))
 
 
-def session_detail_etag(*, session: ChatSession, after: Any = None) -> str:
-    """The detail's strong `ETag` (a quoted hex string) for a session from `session_detail_for_user`.
+def session_detail_etag(*, detail: SessionDetail, after: uuid.UUID | None = None) -> str:
+    """The detail's strong `ETag` (a quoted hex string) for a `session_detail_for_user` result and `?after=`.
 
     It changes when the session gains or loses a turn (`message_count`,
     `last_message_at`), when its own fields change, with `?after=` and with
@@ -207,13 +213,14 @@ def session_detail_etag(*, session: ChatSession, after: Any = None) -> str:
     (the backfill) keep it: change the setting `API_ETAG_SALT` after a
     backfill to make every client fetch again.
     """
+    session = detail.session
     parts = (
         session.pk,
         session.title,
         session.created_at.isoformat(),
         session.updated_at.isoformat(),
-        getattr(session, "message_count", None),
-        getattr(session, "last_message_at", None),
+        detail.message_count,
+        detail.last_message_at,
         after,
         timezone.get_current_timezone_name(),
         getattr(settings, "API_ETAG_SALT", ""),

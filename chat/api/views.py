@@ -1,9 +1,12 @@
 """Thin views: a selector wired to a serializer or a renderer (SPEC section 10)."""
+
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
+from typing import cast
 
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
 from django.http import HttpResponseBase, StreamingHttpResponse
@@ -25,7 +28,7 @@ from chat.api.rendering import (
     session_detail_json,
 )
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
-from chat.selectors import MessageCursor, session_detail_for_user, session_list_for_user
+from chat.selectors import session_detail_for_user, session_list_for_user
 from citations.turn import parse_uuid
 
 # Revalidate every time (the ETag makes that a 304); the body is one user's data.
@@ -39,22 +42,29 @@ class SessionListView(generics.ListAPIView):
     pagination_class = SessionPagination
 
     def get_queryset(self):
-        return session_list_for_user(user=self.request.user)
+        return session_list_for_user(user=cast(AbstractBaseUser, self.request.user))
 
 
-def _in_transaction(chunks: Iterator[bytes]) -> Iterator[bytes]:
+Chunks = Generator[bytes, None, None]
+
+
+def _in_transaction(chunks: Chunks) -> Chunks:
     # Inside a transaction PostgreSQL's server-side cursor is not WITH HOLD,
     # so rows stream from the server instead of being materialised first.
     with transaction.atomic():
         yield from chunks
 
 
-async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+def _next(chunks: Chunks) -> bytes | None:
+    return next(chunks, None)
+
+
+async def _async_chunks(chunks: Chunks) -> AsyncIterator[bytes]:
     # Under ASGI Django buffers a sync iterator whole; each step runs in the
     # request's own thread (thread_sensitive), where its connection lives.
-    step = sync_to_async(next, thread_sensitive=True)
+    step = sync_to_async(_next, thread_sensitive=True)
     try:
-        while (chunk := await step(chunks, None)) is not None:
+        while (chunk := await step(chunks)) is not None:
             yield chunk
     finally:
         await sync_to_async(chunks.close, thread_sensitive=True)()
@@ -72,10 +82,12 @@ class SessionDetailView(APIView):
     # The body is `ChatSessionDetailSerializer`'s JSON, built by
     # `chat.api.rendering` without decoding the JSON columns, and streamed
     # when it spans more than one chunk of rows.
-    renderer_classes = [EncodedJSONRenderer]
+    renderer_classes = (EncodedJSONRenderer,)
 
     @extend_schema(
-        parameters=[OpenApiParameter("after", OpenApiTypes.UUID, description="only the messages after this message id")],
+        parameters=[
+            OpenApiParameter("after", OpenApiTypes.UUID, description="only the messages after this message id")
+        ],
         responses={
             200: ChatSessionDetailSerializer,
             304: OpenApiResponse(description="Not modified (If-None-Match matched the ETag)."),
@@ -89,22 +101,26 @@ class SessionDetailView(APIView):
             after_id = parse_uuid(request.query_params["after"])
             if after_id is None:
                 raise ValidationError({"after": ["expected a message id (a UUID)."]})
-        session = session_detail_for_user(session_id=session_id, user=request.user, after=after_id)
-        if session is None:
+        detail = session_detail_for_user(
+            session_id=session_id, user=cast(AbstractBaseUser, request.user), after=after_id
+        )
+        if detail is None:
             raise NotFound()
-        after = None
-        if after_id is not None:
-            if session.after_created_at is None:
-                raise ValidationError({"after": [f"no message {after_id} in this session."]})
-            after = MessageCursor(session.after_created_at, after_id)
+        if after_id is not None and detail.after is None:
+            raise ValidationError({"after": [f"no message {after_id} in this session."]})
+        session, after = detail.session, detail.after
 
-        headers = {"ETag": session_detail_etag(session=session, after=after_id), "Cache-Control": _CACHE_CONTROL}
+        headers = {"ETag": session_detail_etag(detail=detail, after=after_id), "Cache-Control": _CACHE_CONTROL}
         etags = parse_etags(request.headers.get("If-None-Match", ""))
         if "*" in etags or any(etag.removeprefix("W/") == headers["ETag"] for etag in etags):
             return Response(status=304, headers=headers)
 
-        indented = self.get_renderers()[0].get_indent(request.accepted_media_type or "", {}) is not None
-        if session.message_count <= CHUNK_ROWS or indented:
+        renderer = self.get_renderers()[0]
+        indented = (
+            isinstance(renderer, EncodedJSONRenderer)
+            and renderer.get_indent(request.accepted_media_type or "", {}) is not None
+        )
+        if detail.message_count <= CHUNK_ROWS or indented:
             return Response(session_detail_json(session=session, after=after), headers=headers)
         streamed = _in_transaction(session_detail_chunks(session=session, after=after, chunk_rows=CHUNK_ROWS))
         content = _async_chunks(streamed) if isinstance(request._request, ASGIRequest) else streamed

@@ -1,4 +1,8 @@
-"""`python manage.py import_turns PATH... [--user NAME] [--create-users] [--batch-size N] [limits]`: arguments and printing; the work is `chat.services.TurnImporter`."""
+"""`python manage.py import_turns PATH... [--user NAME] [--create-users] [--batch-size N] [limits]`.
+
+Arguments and printing only; the work is `chat.services.TurnImporter`.
+"""
+
 from __future__ import annotations
 
 import sys
@@ -31,13 +35,35 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("paths", nargs="+", type=Path, help="files, or folders whose .json/.jsonl files are read in name order")
+        parser.add_argument(
+            "paths", nargs="+", type=Path, help="files, or folders whose .json/.jsonl files are read in name order"
+        )
         parser.add_argument("--user", help="owner of every imported turn, instead of each record's 'user'")
         parser.add_argument("--create-users", action="store_true", help="create users that do not exist yet")
-        parser.add_argument("--batch-size", type=_positive, default=settings.IMPORT_BATCH_SIZE, help="records per transaction (default %(default)s)")
-        parser.add_argument("--max-record-bytes", type=_positive, default=settings.IMPORT_MAX_RECORD_BYTES, help="largest record in the file, bytes (default %(default)s)")
-        parser.add_argument("--max-text-chars", type=_positive, default=settings.TURN_MAX_TEXT_CHARS, help="longest user_message or answer, characters (default %(default)s)")
-        parser.add_argument("--max-tool-rows", type=_positive, default=settings.TURN_MAX_TOOL_ROWS, help="most rows in one execute_sql output (default %(default)s)")
+        parser.add_argument(
+            "--batch-size",
+            type=_positive,
+            default=settings.IMPORT_BATCH_SIZE,
+            help="records per transaction (default %(default)s)",
+        )
+        parser.add_argument(
+            "--max-record-bytes",
+            type=_positive,
+            default=settings.IMPORT_MAX_RECORD_BYTES,
+            help="largest record in the file, bytes (default %(default)s)",
+        )
+        parser.add_argument(
+            "--max-text-chars",
+            type=_positive,
+            default=settings.TURN_MAX_TEXT_CHARS,
+            help="longest user_message or answer, characters (default %(default)s)",
+        )
+        parser.add_argument(
+            "--max-tool-rows",
+            type=_positive,
+            default=settings.TURN_MAX_TOOL_ROWS,
+            help="most rows in one execute_sql output (default %(default)s)",
+        )
 
     def handle(self, *args: Any, paths: list[Path], user: str | None, create_users: bool, **options: Any) -> None:
         files = self._expand(paths)
@@ -72,7 +98,9 @@ class Command(BaseCommand):
 
     def _import_file(self, importer: TurnImporter, path: Path, max_record_bytes: int) -> None:
         total = count_lines(path) if path.suffix.lower() == ".jsonl" else None
-        bar = tqdm(total=total, desc=path.name, unit="line", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+        bar = tqdm(
+            total=total, desc=path.name, unit="line", file=sys.stderr, disable=not sys.stderr.isatty(), leave=False
+        )
         seen = 0
         try:
             for item in read_turn_records(path, max_record_bytes=max_record_bytes):
