@@ -42,7 +42,7 @@ import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
 from bench._http import Server, django_env, scratch_postgres  # noqa: E402
-from bench._load import add_user, copy_logs, copy_sessions, migrate  # noqa: E402
+from bench._load import add_user, copy_logs, copy_sessions, migrate, vacuum  # noqa: E402
 from bench._timing import DEFAULT_SERVER_URL, postgres_server_url, ratio_line, time_alternately  # noqa: E402
 
 GOAL_FLOOR = 1.15
@@ -230,7 +230,7 @@ def load(conninfo: str, sizes: list[int], seed: int = 5) -> tuple[str, dict[int,
                     for index in range(size)
                 ),
             )
-        conn.execute("ANALYZE")
+    vacuum(conninfo)
     return key, sessions
 
 

@@ -32,7 +32,7 @@ import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
 from bench._http import Server, django_env, scratch_postgres  # noqa: E402
-from bench._load import add_user, copy_logs, copy_sessions, migrate  # noqa: E402
+from bench._load import add_user, copy_logs, copy_sessions, migrate, vacuum  # noqa: E402
 from bench._timing import DEFAULT_SERVER_URL, postgres_server_url, time_alternately  # noqa: E402
 
 GOAL = 1.5
@@ -85,7 +85,7 @@ def load(conninfo: str, sessions: int, seed: int = 13) -> tuple[str, str]:
                     }
                 )
         copy_logs(conn, logs)
-        conn.execute("ANALYZE")
+    vacuum(conninfo)
     return caller_key, empty_key
 
 
