@@ -77,7 +77,9 @@ class Server:
 
     def __enter__(self) -> Server:
         command = [sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port)]
-        command += ["--no-access-log", "--log-level", "warning", "--workers", "1"]
+        # A long keep-alive: the other server's big responses may take longer
+        # than uvicorn's default 5 s between two requests of one client.
+        command += ["--no-access-log", "--log-level", "warning", "--workers", "1", "--timeout-keep-alive", "600"]
         self.process = subprocess.Popen(command, cwd=ROOT, env=self.env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

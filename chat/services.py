@@ -26,7 +26,6 @@ from django.utils import timezone
 from chat.models import ChatLog, ChatSession
 from chat.turn_writer import SessionWrite, TurnRow, WriteOutcome, write_turns
 from citations.summary import summarize_citations
-from citations.targets import parse_citation_target
 from citations.turn import TurnRecord, TurnRecordError, assemble_turn, parse_turn_record
 
 __all__ = [
@@ -324,9 +323,11 @@ class TurnImporter:
             self.counts["skipped"] += 1
         else:
             self.counts["imported"] += 1
+            # Freshly assembled: a target, when present, is one the registry
+            # wrote (valid by construction), so its kind needs no parsing.
             for citation in item.prepared.citations:
-                target = parse_citation_target(citation.get("target"))
-                self.kinds[target.kind if target is not None else "untyped"] += 1
+                target = citation.get("target")
+                self.kinds[target["kind"] if target is not None else "untyped"] += 1
 
     def finish(self) -> None:
         """Write what is still queued."""
