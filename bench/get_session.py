@@ -1,46 +1,35 @@
-"""Benchmark: `GET /api/chat/sessions/<id>` against a raw query + orjson baseline (docs/api.md).
+"""Benchmark: `GET /api/chat/sessions/<id>` over real HTTP against the same-work floor (docs/api.md).
 
-    .venv/bin/python bench/get_session.py                                # both databases, 2,000 messages, 20 runs
-    .venv/bin/python bench/get_session.py --backend postgres --runs 50
-    .venv/bin/python bench/get_session.py --backend sqlite --messages 500
+    .venv/bin/python bench/get_session.py            # 100, 2,000 and 10,000 messages; memory at 20,000
+    .venv/bin/python bench/get_session.py --messages 100 2000 --memory-messages 0 --runs 10
 
-The session holds `--messages` turns, each with 10 `citations` and 10
-`inline_citations` of mixed kinds (every target kind, untyped ones, an
-unknown kind, a malformed target, non-ASCII text). They are loaded with
-`bulk_create` into a scratch database that is dropped at the end:
+One scratch PostgreSQL database (on `--database-url`, default DATABASE_URL
+when it is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres;
+dropped at the end) holds one session per size, each turn with 10
+`citations` and 10 `inline_citations` of mixed kinds (every target kind,
+untyped ones, an unknown kind, a malformed target, non-ASCII text), loaded
+with COPY. Two uvicorn processes (one worker each, access log off) serve it:
 
-- PostgreSQL: `CREATE DATABASE silvia_bench_<pid>` on the server of
-  `--database-url` (default: DATABASE_URL when it is a postgres:// URL, else
-  postgres://postgres@127.0.0.1:5432/postgres); the role needs CREATEDB. With
-  `--backend both` an unreachable server is reported and skipped.
-- SQLite: a file in a temporary folder.
+- product: `silvia.asgi:application`, the production server, DEBUG off;
+- floor: `bench/_floor_app.py`, the least work any implementation does:
+  raw psycopg (one kept connection), the token lookup, the session row, the
+  messages with the JSON columns read as text and spliced into the body with
+  `orjson.Fragment` (no decoding), one `orjson.dumps`.
 
-Then, taking turns, `--runs` times each:
-
-- view: `GET /api/chat/sessions/<id>` through Django's test client with token
-  auth (the full stack: middleware, DRF auth, 3 queries, response body);
-- baseline: one raw query (psycopg, or sqlite3) for the same message rows,
-  the JSON columns decoded by `orjson.loads`, and `orjson.dumps` of the same
-  response shape;
-- floor: the same query with the JSON columns kept as text and spliced into
-  the body (`orjson.Fragment`): no decoding at all, the least work any
-  implementation can do. Shown for scale; the goal is against the baseline.
-
-It checks once that the view and the baseline bodies parse to the same
-value, then prints median and p95 of each and the view/baseline ratio
-(goal: at most 1.5). Each backend runs in its own process (Django's default
-database is the scratch one).
+One client GETs both over kept-alive connections, taking turns, after
+checking once that the two bodies parse to the same value. It prints median
+and p95 and product/floor per size (goal <= 1.15). Then memory: the product
+worker's peak RSS (VmHWM) after a small GET and after GET of the
+`--memory-messages` session (goal: it adds <= 64 MiB); this runs first, on
+a fresh worker.
 """
+
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import random
-import shutil
-import subprocess
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -49,15 +38,50 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench._timing import DEFAULT_SERVER_URL, Timings, postgres_server_url, ratio_line, time_alternately  # noqa: E402
+import orjson  # noqa: E402
+import psycopg  # noqa: E402
 
-GOAL_RATIO = 1.5
+from bench._http import Server, django_env, scratch_postgres  # noqa: E402
+from bench._load import add_user, copy_logs, copy_sessions, migrate, vacuum  # noqa: E402
+from bench._timing import DEFAULT_SERVER_URL, postgres_server_url, ratio_line, time_alternately  # noqa: E402
+
+GOAL_FLOOR = 1.15
 CITATIONS_PER_MESSAGE = 10
 
-WORDS = (
-    "the total balance of your account rose fell by percent since last month while fees interest dividends "
-    "were paid on card statement credit limit apr mortgage escrow tax deduction contribution roth ira"
-).split()
+WORDS = [
+    "the",
+    "total",
+    "balance",
+    "of",
+    "your",
+    "account",
+    "rose",
+    "fell",
+    "by",
+    "percent",
+    "since",
+    "last",
+    "month",
+    "while",
+    "fees",
+    "interest",
+    "dividends",
+    "were",
+    "paid",
+    "on",
+    "card",
+    "statement",
+    "credit",
+    "limit",
+    "apr",
+    "mortgage",
+    "escrow",
+    "tax",
+    "deduction",
+    "contribution",
+    "roth",
+    "ira",
+]
 ACCOUNTS = [
     ("Checking", "ZtLFsthnkAxRzuUr1nu1CQAWtci7Jytl9ooyT", "plaid"),
     ("Savings", "a8Kq2LmN4pR6sT8vX0zB3dF5hJ7kM9nP1rQ", "plaid"),
@@ -77,19 +101,51 @@ def _citation(rng: random.Random, n: int) -> dict[str, Any]:
     name, account_id, provider = ACCOUNTS[n % len(ACCOUNTS)]
     ticker = TICKERS[n % len(TICKERS)]
     source, title, target = {
-        0: (f"silvia://your-account/{name.lower().replace(' ', '-')}", name, {"kind": "account", "accountId": account_id, "provider": provider}),
-        1: ("silvia://your-account/credit-card", "Credit card", {"kind": "accounts", "accounts": [
-            {"accountId": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U", "provider": "plaid"},
-            {"accountId": "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c", "provider": None}]}),
+        0: (
+            f"silvia://your-account/{name.lower().replace(' ', '-')}",
+            name,
+            {"kind": "account", "accountId": account_id, "provider": provider},
+        ),
+        1: (
+            "silvia://your-account/credit-card",
+            "Credit card",
+            {
+                "kind": "accounts",
+                "accounts": [
+                    {"accountId": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U", "provider": "plaid"},
+                    {"accountId": "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c", "provider": None},
+                ],
+            },
+        ),
         2: ("silvia://your-portfolio", "Your portfolio", {"kind": "portfolio"}),
-        3: (f"silvia://market-data/finnhub/{ticker}", f"{ticker} market data", {"kind": "market_data", "ticker": ticker}),
+        3: (
+            f"silvia://market-data/finnhub/{ticker}",
+            f"{ticker} market data",
+            {"kind": "market_data", "ticker": ticker},
+        ),
         4: ("silvia://analysis", "Analysis", {"kind": "analysis"}),
-        5: ("https://www.irs.gov/publications/p590a", "Publication 590-A", {"kind": "tax_reference", "url": "https://www.irs.gov/publications/p590a"}),
+        5: (
+            "https://www.irs.gov/publications/p590a",
+            "Publication 590-A",
+            {"kind": "tax_reference", "url": "https://www.irs.gov/publications/p590a"},
+        ),
         6: ("silvia://credit-card-corpus/chase/sapphire.md", "sapphire.md", {"kind": "card_document", "url": None}),
-        7: ("https://www.ecfr.gov/current/title-12/part-1026", "Regulation Z", {"kind": "mortgage_reference", "url": "https://www.ecfr.gov/current/title-12/part-1026"}),
-        8: ("https://www.reuters.com/markets/us/stocks-rally-2026-11-02/", "Stocks rally — “record” close ✓", {"kind": "web", "url": "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/"}),
+        7: (
+            "https://www.ecfr.gov/current/title-12/part-1026",
+            "Regulation Z",
+            {"kind": "mortgage_reference", "url": "https://www.ecfr.gov/current/title-12/part-1026"},
+        ),
+        8: (
+            "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/",
+            "Stocks rally — “record” close ✓",
+            {"kind": "web", "url": "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/"},
+        ),
         9: ("silvia://search/search_web", None, None),  # untyped: no target key
-        10: ("silvia://weather/austin", "Austin 日本 💳", {"kind": "weather", "city": "Austin", "temps": [21.5, 1e-07, 12345678901234567890]}),
+        10: (
+            "silvia://weather/austin",
+            "Austin 日本 💳",
+            {"kind": "weather", "city": "Austin", "temps": [21.5, 1e-07, 12345678901234567890]},
+        ),
         11: ("silvia://your-account/old", "Old", {"kind": "account"}),  # malformed: served as stored
     }[kind]
     citation: dict[str, Any] = {"source": source, "title": title, "cited_text": _text(rng, 8, 40)}
@@ -120,226 +176,9 @@ def generate_message(rng: random.Random, index: int) -> dict[str, Any]:
         "prompt_version": "v5" if index % 5 else "legacy",
         "model": "claude-sonnet-4-5-20250929",
         # Microseconds vary, as timezone.now() values do.
-        "created_at": dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=index * 37, microseconds=index * 7919 % 1_000_000),
+        "created_at": dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+        + dt.timedelta(seconds=index * 37, microseconds=index * 7919 % 1_000_000),
     }
-
-
-# --------------------------------------------------------------------------
-# One backend, in this process
-
-
-def _setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
-    import django
-
-    django.setup()
-
-
-def _load(messages: int, seed: int) -> tuple[Any, str]:
-    """Migrate the scratch database and load one session; returns (session, token key)."""
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
-
-    from chat.models import ChatLog, ChatSession
-
-    call_command("migrate", verbosity=0)
-    user = get_user_model().objects.create(username="bench")
-    token = Token.objects.create(user=user)
-    rng = random.Random(seed)
-    session = ChatSession.objects.create(
-        user=user,
-        title="Bench session — 2,000 turns",
-        created_at=dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc),
-        updated_at=dt.datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=dt.timezone.utc),
-    )
-    logs = []
-    for index in range(messages):
-        columns = generate_message(rng, index)
-        logs.append(ChatLog(id=uuid.UUID(int=rng.getrandbits(128), version=4), session=session, user=user, **columns))
-    ChatLog.objects.bulk_create(logs, batch_size=500)
-    return session, token.key
-
-
-def _session_header(session: Any) -> dict[str, Any]:
-    def utc(value: dt.datetime) -> str:
-        return value.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
-
-    return {"id": str(session.id), "title": session.title, "created_at": utc(session.created_at), "updated_at": utc(session.updated_at)}
-
-
-_SELECT = (
-    "SELECT id, user_message, response, citations, inline_citations, prompt_version, model, created_at "
-    "FROM ai_chat_logs WHERE session_id = {param} ORDER BY created_at, id"
-)
-
-
-def _postgres_baselines(database_url: str, session: Any) -> tuple[Any, Any, Any]:
-    """(baseline, floor, close) on a raw psycopg connection."""
-    import orjson
-    import psycopg
-    from psycopg.types.json import set_json_loads
-    from psycopg.types.string import TextLoader
-
-    header = _session_header(session)
-    query = _SELECT.format(param="%s")
-    # Same session time zone as Django's connections, so timestamps come back in UTC.
-    decoded = psycopg.connect(database_url, options="-c TimeZone=UTC")
-    set_json_loads(orjson.loads, decoded)
-    as_text = psycopg.connect(database_url, options="-c TimeZone=UTC")
-    as_text.adapters.register_loader("jsonb", TextLoader)
-
-    def body(connection: Any, wrap: Any) -> bytes:
-        rows = connection.execute(query, [session.id]).fetchall()
-        messages = [
-            {
-                "id": id_,
-                "user_message": user_message,
-                "response": response,
-                "citations": wrap(citations),
-                "inline_citations": wrap(inline),
-                "prompt_version": prompt_version,
-                "model": model,
-                "created_at": created_at,
-            }
-            for id_, user_message, response, citations, inline, prompt_version, model, created_at in rows
-        ]
-        return orjson.dumps({**header, "messages": messages}, option=orjson.OPT_UTC_Z)
-
-    def close() -> None:
-        decoded.close()
-        as_text.close()
-
-    return (lambda: body(decoded, lambda value: value)), (lambda: body(as_text, orjson.Fragment)), close
-
-
-def _sqlite_baselines(path: str, session: Any) -> tuple[Any, Any, Any]:
-    """(baseline, floor, close) on a raw sqlite3 connection (Django's storage: uuid as 32 hex, UTC text times)."""
-    import sqlite3
-
-    import orjson
-
-    header = _session_header(session)
-    query = _SELECT.format(param="?")
-    connection = sqlite3.connect(path)
-
-    def body(wrap: Any) -> bytes:
-        rows = connection.execute(query, [session.id.hex]).fetchall()
-        messages = [
-            {
-                "id": str(uuid.UUID(id_)),
-                "user_message": user_message,
-                "response": response,
-                "citations": wrap(citations),
-                "inline_citations": wrap(inline),
-                "prompt_version": prompt_version,
-                "model": model,
-                "created_at": created_at.replace(" ", "T") + "Z",
-            }
-            for id_, user_message, response, citations, inline, prompt_version, model, created_at in rows
-        ]
-        return orjson.dumps({**header, "messages": messages})
-
-    return (lambda: body(orjson.loads)), (lambda: body(orjson.Fragment)), connection.close
-
-
-def run_backend(*, backend: str, messages: int, runs: int, server_url: str, seed: int = 5) -> dict[str, Any]:
-    """Create the scratch database, load, time view/baseline/floor, drop it; returns the figures."""
-    import psycopg
-    from psycopg import sql
-
-    scratch_dir = None
-    scratch_name = None
-    if backend == "postgres":
-        scratch_name = f"silvia_bench_{os.getpid()}"
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch_name)))
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch_name)))
-        scratch_url = psycopg.conninfo.make_conninfo(server_url, dbname=scratch_name)
-        params = psycopg.conninfo.conninfo_to_dict(scratch_url)
-        auth = params.get("user", "postgres") + (f":{params['password']}" if params.get("password") else "")
-        django_url = f"postgres://{auth}@{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}/{scratch_name}"
-    else:
-        scratch_dir = tempfile.mkdtemp(prefix="silvia_bench_")
-        sqlite_path = os.path.join(scratch_dir, "bench.sqlite3")
-        django_url = f"sqlite:///{sqlite_path}"
-    close_baselines = None
-    try:
-        _setup_django(django_url)
-        from django.db import connection
-        from rest_framework.test import APIClient
-
-        session, token = _load(messages, seed)
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-        url = f"/api/chat/sessions/{session.id}"
-
-        def view() -> bytes:
-            response = client.get(url)
-            assert response.status_code == 200, response.status_code
-            return response.content
-
-        if backend == "postgres":
-            baseline, floor, close_baselines = _postgres_baselines(scratch_url, session)
-        else:
-            baseline, floor, close_baselines = _sqlite_baselines(sqlite_path, session)
-
-        import orjson
-
-        queries: list[str] = []
-
-        def count(execute: Any, sql_text: str, params: Any, many: bool, context: Any) -> Any:
-            queries.append(sql_text)
-            return execute(sql_text, params, many, context)
-
-        with connection.execute_wrapper(count):
-            body = view()
-        assert orjson.loads(body) == orjson.loads(baseline()) == orjson.loads(floor()), "view and baseline bodies differ"
-        timings = time_alternately({"view": view, "baseline": baseline, "floor": floor}, runs=runs)
-        return {
-            "backend": backend,
-            "messages": messages,
-            "runs": runs,
-            "body_bytes": len(body),
-            "queries": len(queries),
-            **timings,
-        }
-    finally:
-        if close_baselines is not None:
-            close_baselines()
-        try:
-            from django.db import connections
-
-            connections.close_all()
-        except Exception:  # noqa: BLE001 - Django may not have been set up
-            pass
-        if scratch_name is not None:
-            with psycopg.connect(server_url, autocommit=True) as admin:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch_name)))
-        if scratch_dir is not None:
-            shutil.rmtree(scratch_dir, ignore_errors=True)
-
-
-def format_figures(f: dict[str, Any]) -> str:
-    view, baseline, floor = f["view"], f["baseline"], f["floor"]
-    assert isinstance(view, Timings) and isinstance(baseline, Timings) and isinstance(floor, Timings)
-    name = {"postgres": "PostgreSQL", "sqlite": "SQLite"}[f["backend"]]
-    return "\n".join(
-        [
-            f"get_session bench, {name}: {f['messages']} messages x ({CITATIONS_PER_MESSAGE} citations + "
-            f"{CITATIONS_PER_MESSAGE} inline), body {f['body_bytes'] / 1e6:.1f} MB, {f['queries']} queries per GET, {f['runs']} runs",
-            view.line("view (test client GET, token auth)"),
-            baseline.line("baseline (raw query + orjson, JSON decoded)"),
-            floor.line("floor (raw query, JSON spliced as text)"),
-            ratio_line(view, baseline, goal=GOAL_RATIO, what="view/baseline"),
-            f"  view/floor (median) {view.median / floor.median:.2f}",
-        ]
-    )
-
-
-# --------------------------------------------------------------------------
-# Command line
 
 
 def postgres_unreachable(server_url: str) -> str | None:
@@ -354,40 +193,110 @@ def postgres_unreachable(server_url: str) -> str | None:
     return None
 
 
+MEMORY_GOAL_MIB = 64
+
+
+def load(conninfo: str, sizes: list[int], seed: int = 5) -> tuple[str, dict[int, uuid.UUID]]:
+    """One session per size; returns (token key, {size: session id})."""
+    rng = random.Random(seed)
+    sessions: dict[int, uuid.UUID] = {}
+    with psycopg.connect(conninfo) as conn:
+        user_id, key = add_user(conn, "bench")
+        for size in sorted(set(sizes)):
+            session_id = uuid.UUID(int=rng.getrandbits(128), version=4)
+            sessions[size] = session_id
+            start = dt.datetime(2026, 11, 2, tzinfo=dt.UTC)
+            copy_sessions(
+                conn,
+                [
+                    (
+                        session_id,
+                        user_id,
+                        f"Bench session — {size:,} turns",
+                        start,
+                        start + dt.timedelta(days=28, microseconds=123456),
+                    )
+                ],
+            )
+            copy_logs(
+                conn,
+                (
+                    {
+                        **generate_message(rng, index),
+                        "id": uuid.UUID(int=rng.getrandbits(128), version=4),
+                        "session_id": session_id,
+                        "user_id": user_id,
+                    }
+                    for index in range(size)
+                ),
+            )
+    vacuum(conninfo)
+    return key, sessions
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--messages", type=int, default=2000, help="messages in the session (default 2000)")
-    parser.add_argument("--runs", type=int, default=20, help="timed runs of each (default 20; at least 20 for a p95)")
+    parser.add_argument("--messages", type=int, nargs="+", default=[100, 2000, 10000], help="session sizes to time")
     parser.add_argument(
-        "--database-url",
-        help=f"a PostgreSQL server to create the scratch database on (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})",
+        "--memory-messages", type=int, default=20000, help="session size for the memory check (0: skip)"
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=20,
+        help="timed runs per size (fewer for big sessions: at most 200,000 turns in all)",
+    )
+    parser.add_argument(
+        "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
     )
     args = parser.parse_args(argv)
-    if args.messages < 1 or args.runs < 1:
-        parser.error("--messages and --runs must be positive")
     server_url = postgres_server_url(args.database_url)
-
-    if args.backend == "both":
-        # Django's default database is fixed per process: one child per backend.
-        status = 0
-        for backend in ("postgres", "sqlite"):
-            if backend == "postgres":
-                reason = postgres_unreachable(server_url)
-                if reason is not None:
-                    print(f"get_session bench, PostgreSQL: skipped, no server at {server_url} ({reason})", flush=True)
-                    continue
-            command = [sys.executable, __file__, "--backend", backend, "--messages", str(args.messages), "--runs", str(args.runs), "--database-url", server_url]
-            status |= subprocess.call(command, cwd=ROOT)
-        return status
-
-    if args.backend == "postgres":
-        reason = postgres_unreachable(server_url)
-        if reason is not None:
-            print(f"get_session bench, PostgreSQL: no server at {server_url} ({reason})", file=sys.stderr)
-            return 2
-    figures = run_backend(backend=args.backend, messages=args.messages, runs=args.runs, server_url=server_url)
-    print(format_figures(figures), flush=True)
+    reason = postgres_unreachable(server_url)
+    if reason is not None:
+        print(f"get_session bench: skipped, no PostgreSQL at {server_url} ({reason})")
+        return 0
+    sizes = list(args.messages) + ([args.memory_messages] if args.memory_messages else [])
+    with scratch_postgres(server_url) as (conninfo, django_url):
+        migrate(django_url)
+        key, sessions = load(conninfo, sizes)
+        auth = {"Authorization": f"Token {key}"}
+        floor_env = {**django_env(django_url), "FLOOR_DATABASE": conninfo}
+        with (
+            Server("silvia.asgi:application", django_env(django_url)) as product,
+            Server("bench._floor_app:app", floor_env) as floor,
+        ):
+            p, f = product.client(auth), floor.client(auth)
+            if args.memory_messages:
+                p.get(f"/api/chat/sessions/{sessions[min(sizes)]}")
+                before = product.peak_rss_mib()
+                body = p.get(f"/api/chat/sessions/{sessions[args.memory_messages]}")
+                after = product.peak_rss_mib()
+                added = after - before
+                print(
+                    f"get_session memory: {args.memory_messages} messages, body {len(body) / 1e6:.1f} MB; "
+                    f"worker peak RSS {before:.0f} MiB -> {after:.0f} MiB, adds {added:.0f} MiB "
+                    f"(goal <= {MEMORY_GOAL_MIB}: {'met' if added <= MEMORY_GOAL_MIB else 'NOT MET'})",
+                    flush=True,
+                )
+                del body
+            for size in args.messages:
+                url = f"/api/chat/sessions/{sessions[size]}"
+                floor_url = f"/detail/{sessions[size]}"
+                mine = p.get(url)
+                assert orjson.loads(mine) == orjson.loads(f.get(floor_url)), (
+                    f"{size} messages: product and floor bodies differ"
+                )
+                runs = max(5, min(args.runs, 200_000 // size))
+                t = time_alternately(
+                    {"product": lambda u=url: p.get(u), "floor": lambda u=floor_url: f.get(u)}, runs=runs, warmup=1
+                )
+                print(
+                    f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, "
+                    f"body {len(mine) / 1e6:.1f} MB, {runs} runs"
+                )
+                print(t["product"].line("product (silvia.asgi, token auth)"))
+                print(t["floor"].line("floor (raw psycopg + orjson, JSON as text)"))
+                print(ratio_line(t["product"], t["floor"], goal=GOAL_FLOOR, what="product/floor"), flush=True)
     return 0
 
 

@@ -1,15 +1,19 @@
-"""`make bench`: every benchmark with small defaults, well under two minutes in all.
+"""`make bench`: every benchmark with small defaults, a few minutes in all.
 
     .venv/bin/python bench/run_all.py [--database-url postgres://user@host:5432/postgres]
 
 Runs, each in its own process, printing its figures as it goes:
 
-1. `get_session.py` on PostgreSQL and SQLite (2,000 messages, 20 runs);
-2. `derive.py` at 10,000 and 100,000 rows;
-3. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
-4. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs).
-5. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list).
-6. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers).
+1. `get_session.py` over HTTP: 100, 2,000 and 10,000 messages, memory at 20,000;
+2. `list_sessions.py` over HTTP: 10,000 sessions, pages 1 and 150;
+3. `import_turns.py`: 10,000 records, and a 20 MB `.json` list against `.jsonl`;
+4. `derive.py` at 10,000 and 100,000 rows;
+5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
+6. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs);
+7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
+8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers).
+
+get_session, list_sessions, import_turns and backfill need PostgreSQL.
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -18,6 +22,7 @@ not answer, the PostgreSQL parts are skipped and the summary says so. The
 exit status is 1 when a benchmark failed (a goal missed is not a failure: the
 figures say it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +52,9 @@ def _run(title: str, command: list[str]) -> tuple[str, float, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})")
+    parser.add_argument(
+        "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
+    )
     args = parser.parse_args(argv)
     server_url = postgres_server_url(args.database_url)
     reason = postgres_unreachable(server_url)
@@ -56,19 +63,52 @@ def main(argv: list[str] | None = None) -> int:
         notes.append(f"PostgreSQL at {server_url} did not answer ({reason}): its figures were skipped")
 
     started = time.perf_counter()
-    results = [
+    results = []
+    if reason is None:
+        results += [
+            _run(
+                "get_session: GET /api/chat/sessions/<id> over HTTP (uvicorn) vs the same-work floor",
+                [
+                    "bench/get_session.py",
+                    "--messages",
+                    "100",
+                    "2000",
+                    "10000",
+                    "--memory-messages",
+                    "20000",
+                    "--runs",
+                    "10",
+                    "--database-url",
+                    server_url,
+                ],
+            ),
+            _run(
+                "list_sessions: GET /api/chat/sessions/ over HTTP, 10,000 sessions, pages 1 and 150, vs cheap SQL",
+                ["bench/list_sessions.py", "--runs", "20", "--database-url", server_url],
+            ),
+            _run(
+                "import_turns: 10,000 records vs executemany of the same rows; a 20 MB .json list vs .jsonl",
+                ["bench/import_turns.py", "--records", "10000", "--json-mb", "20", "--database-url", server_url],
+            ),
+        ]
+    else:
+        notes.append("get_session, list_sessions and import_turns need PostgreSQL: skipped")
+    results.append(
         _run(
-            "get_session: GET /api/chat/sessions/<id> vs raw query + orjson",
-            ["bench/get_session.py", "--backend", "both" if reason is None else "sqlite", "--database-url", server_url],
-        ),
-        _run("derive: to_citable_content vs reading label + id columns", ["bench/derive.py", "--rows", "10000", "100000"]),
-    ]
+            "derive: to_citable_content vs reading label + id columns", ["bench/derive.py", "--rows", "10000", "100000"]
+        )
+    )
     if not (BENCH / "backfill.py").is_file():
         notes.append("bench/backfill.py not found: backfill skipped")
     elif reason is not None:
         notes.append("backfill needs PostgreSQL: skipped")
     else:
-        results.append(_run("backfill: backfill_citation_targets vs raw psycopg", ["bench/backfill.py", "--rows", "20000", "--database-url", server_url]))
+        results.append(
+            _run(
+                "backfill: backfill_citation_targets vs raw psycopg",
+                ["bench/backfill.py", "--rows", "20000", "--database-url", server_url],
+            )
+        )
 
     if (BENCH / "sql_tool.py").is_file():
         results.append(

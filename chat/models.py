@@ -33,7 +33,8 @@ class ChatSession(models.Model):
     class Meta:
         db_table = "chat_sessions"
         ordering = ["-updated_at", "-created_at"]  # noqa: RUF012
-        indexes = [models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated")]  # noqa: RUF012
+        # The list's order within one user: its count and any page are index scans.
+        indexes = [models.Index(fields=["user", "-updated_at", "-created_at", "-id"], name="chat_sessions_user_order")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return self.title or str(self.id)

@@ -3,24 +3,49 @@ is indistinguishable from a missing one)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, JSONField, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count, DateTimeField, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models.functions import Cast, Coalesce
 
 from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
 from citations.turn import parse_uuid
 
+#: Most recently active first; the index `chat_sessions_user_order` serves it.
+SESSION_ORDER = ("-updated_at", "-created_at", "-id")
+
 
 def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
-    """The user's sessions, most recently active first, each with `message_count`."""
+    """The user's sessions, most recently active first, from `chat_sessions` alone.
+
+    Counting them and slicing a page read only the user's index entries,
+    whatever the size of `ai_chat_logs`. `sessions_with_message_counts` adds
+    `message_count` to one page.
+    """
+    return ChatSession.objects.filter(user_id=user.pk).order_by(*SESSION_ORDER)
+
+
+def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:
+    """The sessions of `page` (a sliced `session_list_for_user`), same order, each with `message_count`.
+
+    One query: the page is a subquery (`id IN (... LIMIT n OFFSET m)`) and
+    the count a correlated subquery, so turns are counted for the page's
+    rows only (an index-only count on `ai_chat_logs_session_created`), never
+    for the rows an offset skips.
+    """
+    counts = (
+        ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session").annotate(n=Count("pk")).values("n")
+    )
     return (
-        ChatSession.objects.filter(user=user)
-        .annotate(message_count=Count("logs"))
-        .order_by("-updated_at", "-created_at", "-id")
+        ChatSession.objects.filter(pk__in=page.values("pk"))
+        .annotate(message_count=Coalesce(Subquery(counts), 0))
+        .order_by(*SESSION_ORDER)
     )
 
 
@@ -31,7 +56,7 @@ def session_get_for_user(*, session_id: str | uuid.UUID, user: AbstractBaseUser)
     session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
     if session_uuid is None:
         return None
-    return ChatSession.objects.filter(pk=session_uuid, user=user).first()
+    return ChatSession.objects.filter(pk=session_uuid, user_id=user.pk).first()
 
 
 def session_messages(*, session: ChatSession) -> QuerySet[ChatLog]:
@@ -39,8 +64,62 @@ def session_messages(*, session: ChatSession) -> QuerySet[ChatLog]:
     return ChatLog.objects.filter(session=session).order_by("created_at", "id")
 
 
-def session_message_rows(*, session: ChatSession, fields: Sequence[str]) -> QuerySet[ChatLog, tuple]:
+class MessageCursor(NamedTuple):
+    """A position in a session's turns: the (created_at, id) of one `ai_chat_logs` row, the list's order."""
+
+    created_at: dt.datetime
+    id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDetail:
+    """A session with what the detail's headers need (SPEC section 10).
+
+    `message_count` and `last_message_at` (the latest turn's `created_at`)
+    feed the ETag; `after` is the position of the message `?after=` named,
+    None when none was asked or it is not one of this session's turns.
+    """
+
+    session: ChatSession
+    message_count: int
+    last_message_at: dt.datetime | None
+    after: MessageCursor | None
+
+
+def session_detail_for_user(
+    *, session_id: str | uuid.UUID, user: AbstractBaseUser, after: uuid.UUID | None = None
+) -> SessionDetail | None:
+    """The user's session `session_id` with its counts (and the position of `after`), or None as
+    `session_get_for_user` gives it. One query: the counts and the position are subqueries."""
+    session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
+    if session_uuid is None:
+        return None
+    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
+    queryset = ChatSession.objects.filter(pk=session_uuid, user_id=user.pk).annotate(
+        message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
+        last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
+        after_created_at=Subquery(ChatLog.objects.filter(pk=after, session=OuterRef("pk")).values("created_at"))
+        if after is not None
+        else Value(None, output_field=DateTimeField()),
+    )
+    session = queryset.first()
+    if session is None:
+        return None
+    position = getattr(session, "after_created_at", None)
+    return SessionDetail(
+        session=session,
+        message_count=getattr(session, "message_count", 0),
+        last_message_at=getattr(session, "last_message_at", None),
+        after=MessageCursor(position, after) if position is not None and after is not None else None,
+    )
+
+
+def session_message_rows(
+    *, session: ChatSession, fields: Sequence[str], after: MessageCursor | None = None
+) -> QuerySet[ChatLog, tuple]:
     """The session's turns, oldest first, as tuples of the `ChatLog` columns `fields`. One query.
+
+    With `after`, only the turns after that position (`created_at`, then id).
 
     JSON columns come back as their stored JSON text, not decoded: jsonb's
     text output on PostgreSQL (keys in jsonb order), the text Django wrote on
@@ -50,7 +129,10 @@ def session_message_rows(*, session: ChatSession, fields: Sequence[str]) -> Quer
     columns = [
         Cast(name, TextField()) if isinstance(ChatLog._meta.get_field(name), JSONField) else name for name in fields
     ]
-    return ChatLog.objects.filter(session=session).order_by("created_at", "id").values_list(*columns)
+    rows = ChatLog.objects.filter(session=session)
+    if after is not None:
+        rows = rows.filter(Q(created_at__gt=after.created_at) | Q(created_at=after.created_at, id__gt=after.id))
+    return rows.order_by("created_at", "id").values_list(*columns)
 
 
 def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLog]:

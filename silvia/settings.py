@@ -96,6 +96,7 @@ TEMPLATES = [
 ]
 
 WSGI_APPLICATION = "silvia.wsgi.application"
+ASGI_APPLICATION = "silvia.asgi.application"
 
 # SQLite under var/ unless DATABASE_URL says otherwise (postgres://user@host:5432/db).
 (BASE_DIR / "var").mkdir(exist_ok=True)
@@ -104,6 +105,20 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # project, not to wherever a command happens to run.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["NAME"] not in ("", ":memory:"):
     DATABASES["default"]["NAME"] = str(BASE_DIR / DATABASES["default"]["NAME"])
+# Connections (README "Configuration"). The production server is uvicorn
+# (ASGI), where Django's persistent connections (CONN_MAX_AGE) do not carry
+# from one request to the next: each request would open its own (about 7 ms
+# on PostgreSQL). So on PostgreSQL a psycopg-pool pool is the default
+# (DATABASE_POOL=false turns it off, and `?conn_max_age=N` in DATABASE_URL
+# then applies, for WSGI servers); Django refuses both at once.
+if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+    }
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -156,6 +171,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+
+# Limits of a turn record (README "Importing turns"): refusals name the limit.
+TURN_MAX_TEXT_CHARS = env.int("TURN_MAX_TEXT_CHARS", default=1_000_000)  # user_message or answer, characters
+TURN_MAX_TOOL_ROWS = env.int("TURN_MAX_TOOL_ROWS", default=200_000)  # rows of one execute_sql output
+IMPORT_MAX_RECORD_BYTES = env.int("IMPORT_MAX_RECORD_BYTES", default=64 * 1024 * 1024)  # one record in a file
+IMPORT_BATCH_SIZE = env.int("IMPORT_BATCH_SIZE", default=500)  # records per transaction
+# Part of every session ETag: change it after a backfill so clients fetch again.
+API_ETAG_SALT = env.str("API_ETAG_SALT", default="")
 
 # Root of the library corpus (SPEC section 8).
 # Relative to the project when relative.

@@ -205,3 +205,15 @@ def test_malformed_token_keys_are_401_not_a_database_error(db, key):
 def test_nul_in_a_query_string_is_400(token_client, admin_client):
     assert token_client.get("/api/chat/sessions/", {"page": "1\x00"}).status_code == 400
     assert admin_client.get("/admin/chat/chatlog/", {"prompt_version__exact": "\x00"}).status_code == 400
+
+
+def test_message_counts_are_right_on_a_deeper_page(token_client, maya, other_user):
+    sessions = ChatSessionFactory.create_batch(53, user=maya)
+    for n, session in enumerate(sessions[:3]):  # the 3 oldest: on page 2
+        ChatLogFactory.create_batch(n + 1, session=session)
+    ChatLogFactory.create_batch(4, session=ChatSessionFactory(user=other_user))
+    with CaptureQueriesContext(connection) as queries:
+        body = token_client.get("/api/chat/sessions/?page=2").json()
+    assert len(queries) == 3, [q["sql"] for q in queries]
+    assert body["count"] == 53 and body["previous"].endswith("/api/chat/sessions/")
+    assert [(s["id"], s["message_count"]) for s in body["results"]] == [(str(s.id), 3 - n) for n, s in enumerate(reversed(sessions[:3]))]

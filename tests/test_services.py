@@ -213,3 +213,13 @@ def test_record_that_is_not_an_object_is_refused(maya):
     with pytest.raises(TurnRecordError) as raised:
         record_turn(["not", "a", "record"])
     assert raised.value.path == "record"
+
+
+def test_limits_apply_to_every_saved_turn_and_name_the_setting(maya, settings):
+    settings.TURN_MAX_TEXT_CHARS = 5
+    record = _minimal_record()
+    record["user_message"] = "123456"
+    with pytest.raises(TurnRecordError) as raised:
+        record_turn(record)
+    assert str(raised.value) == "user_message: 6 characters, over the limit of 5 (TURN_MAX_TEXT_CHARS)"
+    assert ChatLog.objects.count() == 0 and ChatSession.objects.count() == 0

@@ -1,41 +1,80 @@
-"""The session detail body, built without decoding the JSON columns (docs/api.md).
+"""The session detail body, written as it is read, without decoding the JSON columns (docs/api.md).
 
-`ChatSessionDetailSerializer` defines the response (and the OpenAPI schema);
-`session_detail_json` produces the same JSON for a whole session at a
-fraction of the cost. A session can hold thousands of turns with dozens of
-citations each, and running every citation through `json.loads` and DRF's
-encoder made up most of a GET: the `citations` and `inline_citations`
-columns are served exactly as stored anyway, so their stored JSON text
-(`chat.selectors.session_message_rows`) is spliced into the body as it is.
-Both databases hold only valid JSON in them (jsonb; Django's `JSON_VALID`
-check on SQLite), so the body stays valid JSON with the same value a decoded
-read gives; only its spelling may differ (spacing, `1e-07` vs `0.0000001`).
+`ChatSessionDetailSerializer` defines the response (and the OpenAPI schema).
+This module produces the same bytes at a fraction of the cost, from an
+explicit column list (`SESSION_COLUMNS`, `MESSAGE_COLUMNS`) that
+`tests/test_api_rendering.py` ties to the serializers: a field added to one
+without the other fails a test, not a request.
 
-The other fields go through the serializer's own fields, so formats
-(`created_at` with `Z`, ids with dashes) and time zone handling stay DRF's.
+- `citations` and `inline_citations` are served exactly as stored, so their
+  stored JSON text (`chat.selectors.session_message_rows`) is spliced into
+  the body as it is. Both databases hold only valid JSON in them (jsonb;
+  Django's `JSON_VALID` check on SQLite), so the body is valid JSON with the
+  value a decoded read gives; only its spelling may differ from DRF's
+  (spacing, `1e-07` vs `0.0000001`).
+- Dates go through the serializer's own `DateTimeField`, so their format and
+  time zone stay DRF's; ids and strings are written by orjson as DRF would.
+- The body is produced in chunks of rows (`session_detail_chunks`), from a
+  server-side cursor on PostgreSQL, so a process's memory does not grow with
+  the session's size.
 """
+
 from __future__ import annotations
 
 import copy
-import functools
+import hashlib
 import json
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Generator, Iterable
 from itertools import chain
 from typing import Any
 
 import orjson
-from rest_framework import serializers
+from django.conf import settings
+from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
 
-from chat.api.serializers import ChatSessionDetailSerializer
+from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer
 from chat.models import ChatSession
-from chat.selectors import session_message_rows
+from chat.selectors import MessageCursor, SessionDetail, session_message_rows
 
-__all__ = ["EncodedJSON", "EncodedJSONRenderer", "session_detail_json"]
+__all__ = [
+    "MESSAGE_COLUMNS",
+    "SESSION_COLUMNS",
+    "EncodedJSON",
+    "EncodedJSONRenderer",
+    "session_detail_chunks",
+    "session_detail_etag",
+    "session_detail_json",
+]
 
-# Field types whose representation of a stored value is the value itself (or,
-# for a UUID, what orjson writes for it), so orjson can take the value as is.
-_VERBATIM_FIELDS = (serializers.CharField, serializers.ChoiceField)
+#: How a column's value becomes JSON: as is (orjson writes strings and UUIDs
+#: as DRF does), as stored JSON text spliced in, or through the serializer's
+#: `DateTimeField`.
+VERBATIM, JSON_TEXT, DATETIME = "verbatim", "json_text", "datetime"
+
+#: The session's own fields, in `ChatSessionDetailSerializer` order (then `messages`).
+SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", VERBATIM),
+    ("title", VERBATIM),
+    ("created_at", DATETIME),
+    ("updated_at", DATETIME),
+)
+
+#: One message's fields: the `ai_chat_logs` columns read, in `ChatLogSerializer` order.
+MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", VERBATIM),
+    ("user_message", VERBATIM),
+    ("response", VERBATIM),
+    ("citations", JSON_TEXT),
+    ("inline_citations", JSON_TEXT),
+    ("prompt_version", VERBATIM),
+    ("model", VERBATIM),
+    ("created_at", DATETIME),
+)
+
+#: Rows per chunk of the body: about 2 MB of body for turns of 20 citations.
+CHUNK_ROWS = 250
 
 
 class EncodedJSON:
@@ -52,12 +91,12 @@ class EncodedJSONRenderer(JSONRenderer):
 
     Any other data (error bodies) renders as `JSONRenderer` does. A client
     asking for indented JSON (`Accept: application/json; indent=4`) gets the
-    encoded body decoded and re-rendered with the indent, as before.
+    encoded body decoded and re-rendered with the indent.
     """
 
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         if isinstance(data, EncodedJSON):
-            if self.get_indent(accepted_media_type, renderer_context or {}) is None:
+            if self.get_indent(accepted_media_type or "", renderer_context or {}) is None:
                 return data.body
             data = json.loads(data.body)
         return super().render(data, accepted_media_type, renderer_context)
@@ -66,96 +105,124 @@ class EncodedJSONRenderer(JSONRenderer):
 Converter = Callable[[Any], Any] | None
 
 
-@functools.cache
-def _message_plan() -> tuple[tuple[str, ...], tuple[Converter | serializers.Field, ...]]:
-    """The message fields in serializer order and, for each, how to turn a row value into JSON.
+def _converters(columns: tuple[tuple[str, str], ...], fields: Any) -> tuple[Converter, ...]:
+    """Per column: None (as is), `orjson.Fragment`, or the serializer field's `to_representation`.
 
-    `None`: orjson writes the value as DRF would (strings, UUIDs).
-    `orjson.Fragment`: a JSON column's text, spliced in. A serializer field:
-    its `to_representation` (bound per request by `_converters`).
-    """
-    fields = ChatSessionDetailSerializer().fields["messages"].child.fields
-    plan: list[Converter | serializers.Field] = []
-    for field in fields.values():
-        if isinstance(field, serializers.JSONField):
-            plan.append(orjson.Fragment)
-        elif isinstance(field, _VERBATIM_FIELDS) or (
-            isinstance(field, serializers.UUIDField) and field.uuid_format == "hex_verbose"
-        ):
-            plan.append(None)
-        else:
-            plan.append(field)
-    return tuple(fields), tuple(plan)
-
-
-def _converters(plan: tuple[Converter | serializers.Field, ...]) -> tuple[Converter, ...]:
-    """The plan with each field's `to_representation`, a date field's pinned to the current time zone.
-
-    DRF looks the current time zone up on every call of a date field that has
-    none of its own; it cannot change during one response, so a copy of the
-    field holds it (the dates then cost under half as much).
+    A date field gets a copy pinned to the current time zone: DRF looks it up
+    on every call otherwise, and it cannot change during one response.
     """
     converters: list[Converter] = []
-    for step in plan:
-        if isinstance(step, serializers.DateTimeField) and not hasattr(step, "timezone"):
-            pinned = copy.copy(step)
-            pinned.timezone = step.default_timezone()  # None with USE_TZ off, as DRF would use
-            converters.append(pinned.to_representation)
-        elif isinstance(step, serializers.Field):
-            converters.append(step.to_representation)
+    for name, kind in columns:
+        if kind == VERBATIM:
+            converters.append(None)
+        elif kind == JSON_TEXT:
+            converters.append(orjson.Fragment)
         else:
-            converters.append(step)
+            field = fields[name]
+            if not hasattr(field, "timezone"):
+                field = copy.copy(field)
+                field.timezone = field.default_timezone()  # None with USE_TZ off, as DRF would use
+            converters.append(field.to_representation)
     return tuple(converters)
-
-
-def _session_header(session: ChatSession) -> dict[str, Any]:
-    """The session's own fields (all but `messages`), as the serializer represents them."""
-    fields = ChatSessionDetailSerializer().fields
-    header = {}
-    for name, field in fields.items():
-        if name != "messages":
-            value = field.get_attribute(session)
-            header[name] = None if value is None else field.to_representation(value)
-    return header
 
 
 _LINE_SEPARATORS = ("\u2028", "\u2029")
 
 
 def _has_line_separator(values: Iterable[object]) -> bool:
-    """Whether a string among `values` holds U+2028 or U+2029.
-
-    Cheap on the usual values: an ASCII string is skipped on a flag, and a
-    one-character search in a `str` runs in C. (Searching the encoded body
-    for the two three-byte sequences costs about as much as encoding it.)
-    """
+    """Whether a string among `values` holds U+2028 or U+2029 (an ASCII string is skipped on a flag)."""
     return any(
         type(value) is str and not value.isascii() and (_LINE_SEPARATORS[0] in value or _LINE_SEPARATORS[1] in value)
         for value in values
     )
 
 
-def session_detail_json(*, session: ChatSession) -> EncodedJSON:
-    """The body of `GET /api/chat/sessions/<id>/`: `ChatSessionDetailSerializer`'s JSON for `session`.
+def _escape_line_separators(body: bytes) -> bytes:
+    # orjson (like jsonb's text output) writes these two raw; DRF's renderer
+    # escapes them so the body is also a valid JavaScript literal.
+    return body.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
 
-    Keys in serializer order, messages oldest first, `citations` and
-    `inline_citations` as stored (jsonb key order on PostgreSQL). Like DRF's
-    renderer it writes non-ASCII characters as UTF-8 but escapes U+2028 and
-    U+2029, so the body is also a valid JavaScript literal. One query.
+
+def _encode(values: Any, raw: Iterable[object]) -> bytes:
+    body = orjson.dumps(values)
+    return _escape_line_separators(body) if _has_line_separator(raw) else body
+
+
+def session_detail_chunks(
+    *, session: ChatSession, after: MessageCursor | None = None, chunk_rows: int = CHUNK_ROWS, server_side: bool = True
+) -> Generator[bytes, None, None]:
+    """The body of `GET /api/chat/sessions/<id>/` in pieces: `ChatSessionDetailSerializer`'s JSON for `session`.
+
+    Keys in serializer order; messages oldest first (only those after `after`
+    when given); `citations`/`inline_citations` as stored (jsonb key order on
+    PostgreSQL). Non-ASCII characters are UTF-8, U+2028/U+2029 escaped, as
+    DRF's renderer writes them. Joined, the pieces are the same bytes however
+    many rows a piece holds. One query, read `chunk_rows` rows at a time:
+    from a server-side cursor on PostgreSQL when `server_side` (iterate it
+    inside a transaction, or the server materialises the rows first);
+    otherwise fetched whole, which saves the cursor's round trips on a
+    session known to be small.
     """
-    names, plan = _message_plan()
-    converters = _converters(plan)
-    rows = list(session_message_rows(session=session, fields=names))
-    messages = [
-        {
-            name: value if convert is None or value is None else convert(value)
-            for name, convert, value in zip(names, converters, row)
-        }
-        for row in rows
-    ]
-    header = _session_header(session)
-    body = orjson.dumps({**header, "messages": messages})
-    # orjson (like jsonb's text output) writes these two raw; DRF's renderer escapes them.
-    if _has_line_separator(header.values()) or _has_line_separator(chain.from_iterable(rows)):
-        body = body.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
-    return EncodedJSON(body)
+    header_fields = ChatSessionDetailSerializer().fields
+    header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
+    header = {
+        name: value if convert is None or value is None else convert(value)
+        for (name, _), convert, value in zip(
+            SESSION_COLUMNS, _converters(SESSION_COLUMNS, header_fields), header_values, strict=True
+        )
+    }
+    # `{...header...}` without its closing brace, then the messages list.
+    yield _encode(header, header_values)[:-1] + b',"messages":['
+    names = tuple(name for name, _ in MESSAGE_COLUMNS)
+    converters = _converters(MESSAGE_COLUMNS, ChatLogSerializer().fields)
+    queryset = session_message_rows(session=session, fields=names, after=after)
+    rows = queryset.iterator(chunk_size=chunk_rows) if server_side else iter(queryset)
+    chunk: list[tuple[Any, ...]] = []
+    first = True
+    for row in chain(rows, [None]):
+        if row is not None:
+            chunk.append(row)
+            if len(chunk) < chunk_rows:
+                continue
+        if chunk:
+            messages = [
+                {
+                    name: value if convert is None or value is None else convert(value)
+                    for name, convert, value in zip(names, converters, r, strict=True)
+                }
+                for r in chunk
+            ]
+            encoded = _encode(messages, chain.from_iterable(chunk))[1:-1]
+            yield encoded if first else b"," + encoded
+            first = False
+            chunk = []
+    yield b"]}"
+
+
+def session_detail_json(*, session: ChatSession, after: MessageCursor | None = None) -> EncodedJSON:
+    """The whole body of `session_detail_chunks` at once (for small sessions and indented output)."""
+    return EncodedJSON(b"".join(session_detail_chunks(session=session, after=after, server_side=False)))
+
+
+def session_detail_etag(*, detail: SessionDetail, after: uuid.UUID | None = None) -> str:
+    """The detail's strong `ETag` (a quoted hex string) for a `session_detail_for_user` result and `?after=`.
+
+    It changes when the session gains or loses a turn (`message_count`,
+    `last_message_at`), when its own fields change, with `?after=` and with
+    the current time zone (dates are written in it). Rows rewritten in place
+    (the backfill) keep it: change the setting `API_ETAG_SALT` after a
+    backfill to make every client fetch again.
+    """
+    session = detail.session
+    parts = (
+        session.pk,
+        session.title,
+        session.created_at.isoformat(),
+        session.updated_at.isoformat(),
+        detail.message_count,
+        detail.last_message_at,
+        after,
+        timezone.get_current_timezone_name(),
+        getattr(settings, "API_ETAG_SALT", ""),
+    )
+    return '"' + hashlib.sha256(repr(parts).encode()).hexdigest()[:32] + '"'

@@ -10,7 +10,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat", "0003_admin_reads_json"),
+        ("chat", "0004_session_list_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

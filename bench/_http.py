@@ -1,0 +1,127 @@
+"""Real-HTTP helpers for the benchmarks: scratch databases, uvicorn servers, a keep-alive client.
+
+`scratch_postgres(server_url)` creates `silvia_bench_<pid>_<n>` and drops it
+at exit. `Server` runs one uvicorn process (one worker, no access log) for an
+ASGI app: the product (`silvia.asgi:application`) or the floor
+(`bench._floor_app:app`), so both pay the same HTTP server and the same
+client. `Client.get` reads a whole body over one kept-alive connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parent.parent
+_names = itertools.count()
+
+
+@contextlib.contextmanager
+def scratch_postgres(server_url: str) -> Iterator[tuple[str, str]]:
+    """A fresh database on `server_url`; yields (psycopg conninfo, Django DATABASE_URL)."""
+    name = f"silvia_bench_{os.getpid()}_{next(_names)}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    conninfo = psycopg.conninfo.make_conninfo(server_url, dbname=name)
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    auth = str(params.get("user", "postgres")) + (f":{params['password']}" if params.get("password") else "")
+    django_url = f"postgres://{auth}@{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}/{name}"
+    try:
+        yield conninfo, django_url
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def django_env(database_url: str) -> dict[str, str]:
+    """The environment of a product process on `database_url` (production-like: DEBUG off)."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        DJANGO_SETTINGS_MODULE="silvia.settings",
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY=env.get("DJANGO_SECRET_KEY", "bench-only-secret-key-not-for-production-0123456789"),
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_LOG_LEVEL="WARNING",
+        PYTHONPATH=str(ROOT),
+    )
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One uvicorn process serving `app` on 127.0.0.1 (a context manager)."""
+
+    def __init__(self, app: str, env: dict[str, str]) -> None:
+        self.app = app
+        self.env = env
+        self.port = _free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Server:
+        command = [sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port)]
+        # A long keep-alive: the other server's big responses may take longer
+        # than uvicorn's default 5 s between two requests of one client.
+        command += ["--no-access-log", "--log-level", "warning", "--workers", "1", "--timeout-keep-alive", "600"]
+        self.process = subprocess.Popen(command, cwd=ROOT, env=self.env)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.app} exited with status {self.process.returncode}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.app} did not start listening")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def peak_rss_mib(self) -> float:
+        """The worker's peak resident memory so far (VmHWM), MiB."""
+        assert self.process is not None
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmHWM")
+
+    def client(self, headers: dict[str, str] | None = None) -> Client:
+        return Client(self.port, headers or {})
+
+
+class Client:
+    """GETs over one kept-alive HTTP/1.1 connection; each call reads the whole body."""
+
+    def __init__(self, port: int, headers: dict[str, str]) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        self.headers = headers
+
+    def get(self, path: str, expect: int = 200, headers: dict[str, str] | None = None) -> bytes:
+        self.connection.request("GET", path, headers={**self.headers, **(headers or {})})
+        response = self.connection.getresponse()
+        body = response.read()
+        if response.status != expect:
+            raise AssertionError(f"GET {path}: {response.status} {body[:300]!r}")
+        self.last_headers = dict(response.getheaders())
+        return body
