@@ -48,6 +48,11 @@ class PrivacyFilter(logging.Filter):
         if record.exc_info and record.exc_info[1] is not None and _holds_database_error(record.exc_info[1]):
             record.exc_text = _withheld_traceback(record.exc_info[1])
             record.exc_info = None
+        if record.name.startswith("psycopg"):
+            # The driver's own lines (the connection pool's) quote the server's
+            # error, which can quote row values: keep what it was doing only.
+            record.msg = record.getMessage().split(":", 1)[0]
+            record.args = ()
         return True
 
 

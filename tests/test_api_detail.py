@@ -151,7 +151,9 @@ class _Uvicorn:
         from silvia.asgi import application
 
         self.server = uvicorn.Server(
-            uvicorn.Config(application, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+            # log_config=None: Django's LOGGING (with the privacy filter) stays
+            # in charge of this process's loggers, as it is in production.
+            uvicorn.Config(application, host="127.0.0.1", port=0, log_config=None, lifespan="off")
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

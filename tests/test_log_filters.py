@@ -154,3 +154,14 @@ def test_a_logged_path_loses_its_account_segment():
     record = _record("django.request", "Not Found: %s", (f"/accounts/{ACCOUNT}",))
     PrivacyFilter().filter(record)
     assert record.getMessage() == "Not Found: /accounts/…"
+
+
+def test_a_driver_line_keeps_what_it_was_doing_not_the_server_error():
+    # psycopg.pool logs the server's error text, which may quote a row's values.
+    record = _record(
+        "psycopg.pool",
+        "error connecting in %r: %s",
+        ("pool-1", f'connection failed: duplicate key value (account_id)=({ACCOUNT})'),
+    )
+    PrivacyFilter().filter(record)
+    assert record.getMessage() == "error connecting in 'pool-1'"
