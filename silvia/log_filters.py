@@ -19,6 +19,8 @@ _STATEMENT = re.compile(
     r'^\s*(?:\d+ times: )?(?:(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?(?=[\s(;]|$)|(SELECT)\s+(?:DISTINCT\s+)?"(\w+)"\.|(\w+))',
     re.IGNORECASE,
 )
+#: Loggers of HTTP clients whose DEBUG lines carry request bodies (the anthropic SDK's).
+_HTTP_CLIENT_LOGGERS = frozenset({"anthropic", "httpx", "httpcore"})
 _URLISH = re.compile(r"^(?:[A-Z]+ )?/")
 _QUERY = re.compile(r"\?[^\s\"]*")
 # `/accounts/<segment>`: the pages put an account id in the path (SPEC 9, 14).
@@ -48,6 +50,10 @@ class PrivacyFilter(logging.Filter):
         if record.exc_info and record.exc_info[1] is not None and _holds_database_error(record.exc_info[1]):
             record.exc_text = _withheld_traceback(record.exc_info[1])
             record.exc_info = None
+        if record.levelno < logging.INFO and record.name.partition(".")[0] in _HTTP_CLIENT_LOGGERS:
+            # The SDK's and httpx's debug lines print whole requests: the user's
+            # message and the tool results, account ids and balances included.
+            return False
         if record.name.startswith("psycopg"):
             # The driver's own lines (the connection pool's) quote the server's
             # error, which can quote row values: keep what it was doing only.

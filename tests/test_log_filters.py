@@ -165,3 +165,16 @@ def test_a_driver_line_keeps_what_it_was_doing_not_the_server_error():
     )
     PrivacyFilter().filter(record)
     assert record.getMessage() == "error connecting in 'pool-1'"
+
+
+@pytest.mark.parametrize("name", ["anthropic._base_client", "httpx", "httpcore.http11"])
+def test_http_client_debug_lines_are_dropped(name):
+    # The SDK logs each request whole at DEBUG: the tool results hold account ids.
+    record = _record(name, "Request options: %s", ({"json_data": {"messages": [ACCOUNT]}},))
+    assert PrivacyFilter().filter(record) is False
+
+
+def test_http_client_warnings_still_pass():
+    record = _record("anthropic._base_client", "Retrying request to %s in %s seconds", ("/v1/messages", 0.5))
+    record.levelno, record.levelname = logging.WARNING, "WARNING"
+    assert PrivacyFilter().filter(record) is True

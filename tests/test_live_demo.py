@@ -1,0 +1,77 @@
+"""The recorded demo end to end: a live turn whose `execute_sql` runs for real on the
+demo data (docs/live.md, docs/sql-tool.md), so the streamed target is the caller's own
+cards, and what streamed is what GET returns."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from chat.live.recorded_model import load_scripts
+from finance.demo import seed_demo_finance
+from tests.factories import UserFactory
+from tests.live_support import parse_sse
+from tests.test_live_turns import check_events_equal_get
+from tests.test_privacy_logs import debug_log  # noqa: F401  (a fixture)
+from tests.uvicorn_server import ROOT
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# maya's two cards in finance/demo.py, both labelled "Credit card" in account_name.
+SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
+DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
+
+
+def test_recorded_card_balances_turn_types_the_callers_two_cards(maya, recorded_model, settings):
+    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
+    settings.LIVE_TOOL_FACTORIES = []  # the real execute_sql, not the tests' recorded one
+    recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
+    session_id = uuid.uuid4()
+
+    response = client.post(
+        f"/api/chat/sessions/{session_id}/turns/", {"message": "How much do I owe on my cards?"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    events = parse_sse(b"".join(response.streaming_content))
+
+    stored = check_events_equal_get(client, session_id, events)
+    [citation] = stored["inline_citations"]
+    assert citation["source"] == "silvia://your-account/credit-card"
+    assert citation["target"] == {
+        "kind": "accounts",
+        "accounts": [
+            {"accountId": SAPPHIRE, "provider": "plaid"},  # first seen: the larger balance
+            {"accountId": DOUBLE_CASH, "provider": "plaid"},
+        ],
+    }
+    # The model got the rows of the real query as search_result blocks; none of sam's.
+    tool_result = recorded_model.requests[1]["messages"][-1]["content"][0]
+    sources = [block["source"] for block in tool_result["content"]]
+    assert sources == ["silvia://your-account/credit-card"]
+
+
+def test_a_live_turn_with_debug_logging_logs_no_account_id(maya, recorded_model, settings, debug_log, capfd):
+    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
+    settings.LIVE_TOOL_FACTORIES = []
+    recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
+    session_id = uuid.uuid4()
+    response = client.post(
+        f"/api/chat/sessions/{session_id}/turns/", {"message": "How much do I owe on my cards?"}, format="json"
+    )
+    body = b"".join(response.streaming_content).decode()
+    assert SAPPHIRE in body  # the ids streamed to the user, so they could have leaked into a log
+    client.get(f"/api/chat/sessions/{session_id}/")
+
+    captured = capfd.readouterr()
+    output = "\n".join([debug_log.getvalue(), captured.out, captured.err])
+    assert "INSERT INTO" in output  # SQL debug logging was on
+    for account_id in (SAPPHIRE, DOUBLE_CASH):
+        assert account_id not in output
+    assert "current_balance" not in output  # nor the rows the tool returned
