@@ -32,6 +32,7 @@ run: install
 	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
 
 # The demo with the RECORDED model (not Claude) answering live turns: no API key needed.
+run-recorded: export DJANGO_DEBUG ?= true
 run-recorded: install
 	$(BIN)/python manage.py serve_recorded_model --port $(RECORDED_PORT) & pid=$$!; \
 	trap 'kill $$pid' EXIT INT TERM; \

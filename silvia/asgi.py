@@ -1,15 +1,12 @@
-"""ASGI entry point: `uvicorn silvia.asgi:application` (SSE streams without buffering)."""
+"""ASGI entry point: `uvicorn silvia.asgi:application` (SSE streams without buffering).
+
+Static files (the admin's, the pages') are served by whitenoise's middleware,
+with DEBUG on or off, so no static handler wraps the application here.
+"""
 
 import os
 
-from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
 application = get_asgi_application()
-
-if settings.DEBUG:
-    # What runserver does for the local demo: serve the admin's CSS and JS.
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-
-    application = ASGIStaticFilesHandler(application)

@@ -5,6 +5,8 @@ from drf_spectacular.views import SpectacularAPIView
 from pages.urls import auth_urlpatterns
 from silvia.views import api_not_found, healthz
 
+handler400 = "silvia.views.bad_request"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
