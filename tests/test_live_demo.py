@@ -75,3 +75,14 @@ def test_a_live_turn_with_debug_logging_logs_no_account_id(maya, recorded_model,
     for account_id in (SAPPHIRE, DOUBLE_CASH):
         assert account_id not in output
     assert "current_balance" not in output  # nor the rows the tool returned
+
+
+def test_a_question_no_stream_matches_gets_the_catch_all(maya, recorded_model, settings):
+    recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
+    response = client.post(f"/api/chat/sessions/{uuid.uuid4()}/turns/", {"message": "Hello there"}, format="json")
+    events = parse_sse(b"".join(response.streaming_content))
+    sources = {data["citation"]["source"] for _, name, data in events if name == "citation"}
+    # 90-ira-limits.json, the stream without `match` words, not the first file (10-card-fees).
+    assert sources and all("irs.gov" in s or s.startswith("silvia://tax-authority/") for s in sources), sources

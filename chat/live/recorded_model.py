@@ -203,7 +203,7 @@ class RecordedModelServer:
 
     `load(scripts)` replaces the scripts; a request is answered by the first
     script whose `match` words all appear (any case) in the last user text,
-    else the first script. `write_times` maps a message id to the
+    else the first script without `match` (the catch-all), else the first script. `write_times` maps a message id to the
     `time.perf_counter()` of each `text_delta` written (for the benchmark).
     """
 
@@ -244,12 +244,10 @@ class RecordedModelServer:
         text = _last_user_text(messages).lower()
         with self._lock:
             self.requests.append(dict(body))
-            script = next(
-                (s for s in self.scripts if s.get("match") and all(w.lower() in text for w in s["match"])),
-                self.scripts[0]
-                if self.scripts
-                else {"steps": [{"status": 500, "body": _error("api_error", "no script")}]},
-            )
+            matched = (s for s in self.scripts if s.get("match") and all(w.lower() in text for w in s["match"]))
+            # No match: the first script without `match` words (the catch-all), else the first.
+            fallback = next((s for s in self.scripts if not s.get("match")), self.scripts[0] if self.scripts else None)
+            script = next(matched, fallback) or {"steps": [{"status": 500, "body": _error("api_error", "no script")}]}
             steps = script["steps"]
             step = steps[min(_step_index(messages), len(steps) - 1)]
             attempts: Any = step.get("attempts")
