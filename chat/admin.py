@@ -397,4 +397,5 @@ class ChatSessionAdmin(_ReadOnlyAdmin):
         url = reverse("admin:chat_chatlog_changelist")
         return format_html('<a href="{}?session__exact={}">{} turn(s) →</a>', url, session.pk, session.logs.count())
 
+
 from chat import admin_live  # noqa: E402,F401  live turns' admin (issue 10)

@@ -38,6 +38,7 @@ Each batch commits on its own, and the rule is idempotent, so a run stopped
 at any point and started again (from the beginning, or `after` the last
 reported id) finishes the job.
 """
+
 from __future__ import annotations
 
 import json
@@ -211,7 +212,9 @@ def _uuid_or_none(value: uuid.UUID | str) -> uuid.UUID | None:
         return None
 
 
-def count_rows_to_scan(*, model: type[Model], after: uuid.UUID | str | None = None, using: str = DEFAULT_DB_ALIAS) -> int:
+def count_rows_to_scan(
+    *, model: type[Model], after: uuid.UUID | str | None = None, using: str = DEFAULT_DB_ALIAS
+) -> int:
     """The number of rows a run starting `after` that id would scan (for progress bars).
 
     Raises `ValueError` for an `after` that is not a UUID.
@@ -345,7 +348,11 @@ class _Table:
     def read(self, ids: Sequence[Any], *, lock: bool = False) -> list[tuple[Any, Any, Any]]:
         """These rows as stored now, in id order (locked `FOR UPDATE` with `lock`)."""
         # Id order: concurrent backfills take their locks in the same order.
-        lock_sql = " " + self.connection.ops.for_update_sql() if lock and self.connection.features.has_select_for_update else ""
+        lock_sql = (
+            " " + self.connection.ops.for_update_sql()
+            if lock and self.connection.features.has_select_for_update
+            else ""
+        )
         rows: list[tuple[Any, Any, Any]] = []
         with self.connection.cursor() as cursor:
             if self.is_postgresql:
@@ -402,7 +409,10 @@ class _Table:
         columns = [qn(f.column) for f in self.written]
         assignments = ", ".join(f"{c} = v.{c}" for c in columns[1:])
         row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        encoded = [(row[0], self.encode("citations", row[1]), self.encode("inline_citations", row[2]), *row[3:]) for row in rows]
+        encoded = [
+            (row[0], self.encode("citations", row[1]), self.encode("inline_citations", row[2]), *row[3:])
+            for row in rows
+        ]
         with self.connection.cursor() as cursor:
             for chunk in _chunks(encoded, max(1, self._max_params() // len(columns))):
                 cursor.execute(

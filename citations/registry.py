@@ -96,10 +96,7 @@ class TurnRegistry:
 
     def to_json(self) -> dict[str, dict | None]:
         """The checkpoint's `citationTargets` value: `{source: target JSON or null}`."""
-        return {
-            source: None if target is None else target.to_json()
-            for source, target in self._targets.items()
-        }
+        return {source: None if target is None else target.to_json() for source, target in self._targets.items()}
 
     @classmethod
     def from_json(cls, value: object) -> TurnRegistry:

@@ -355,4 +355,3 @@ def account_refs_of(target: CitationTarget | None) -> tuple[AccountRef, ...] | N
     if isinstance(target, AccountsTarget):
         return target.accounts
     return None
-

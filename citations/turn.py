@@ -7,6 +7,7 @@ record whole and returns typed values, `assemble_turn` replays the events
 through a `TurnRegistry` and computes what the turn stores (docs/turns.md).
 The Django side (`chat.services.record_turn`) only saves the result.
 """
+
 from __future__ import annotations
 
 import datetime as dt

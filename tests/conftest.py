@@ -1,5 +1,6 @@
 """Shared fixtures. The suite runs on SQLite by default and on PostgreSQL when
 DATABASE_URL points at one (`.ci/run` does both)."""
+
 from __future__ import annotations
 
 import pytest

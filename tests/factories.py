@@ -1,4 +1,5 @@
 """factory_boy factories for the chat models (tests and benchmarks)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -36,14 +37,27 @@ class ChatLogFactory(factory.django.DjangoModelFactory):
     user_message = "What is my portfolio worth?"
     response = "Your portfolio is worth $1,000."
     citations = factory.LazyFunction(
-        lambda: [{"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "target": {"kind": "portfolio"}}]
+        lambda: [
+            {
+                "source": "silvia://your-portfolio",
+                "title": "Your portfolio",
+                "cited_text": "total: 1000",
+                "target": {"kind": "portfolio"},
+            }
+        ]
     )
     inline_citations = factory.LazyFunction(
         lambda: [
-            {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 24, "end": 30, "target": {"kind": "portfolio"}}
+            {
+                "source": "silvia://your-portfolio",
+                "title": "Your portfolio",
+                "cited_text": "total: 1000",
+                "start": 24,
+                "end": 30,
+                "target": {"kind": "portfolio"},
+            }
         ]
     )
     prompt_version = "v5"
     model = "claude-sonnet-4-5-20250929"
     created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=n))
-

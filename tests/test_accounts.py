@@ -134,7 +134,12 @@ def test_a_non_mapping_row_names_no_account():
 
 id_like = st.from_regex(r"[A-Za-z0-9_-]{14,20}", fullmatch=True)
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
-cell = id_like | st.sampled_from([*sorted(PROVIDERS), "coinbase", "Plaid"]) | json_scalars | st.lists(json_scalars, max_size=2)
+cell = (
+    id_like
+    | st.sampled_from([*sorted(PROVIDERS), "coinbase", "Plaid"])
+    | json_scalars
+    | st.lists(json_scalars, max_size=2)
+)
 rows = st.dictionaries(
     st.sampled_from([*ACCOUNT_ID_COLUMNS, "source", "account_name", "clerk_id"]) | st.text(max_size=8),
     cell,

@@ -1,4 +1,5 @@
 """The sessions API (docs/api.md): scope, auth, raw JSON, query budget."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,14 @@ def test_detail_serves_the_golden_turns_as_stored(token_client, maya):
         assert message["model"] == "claude-sonnet-4-5-20250929"
         assert message["created_at"].startswith(case["record"]["created_at"][:19])
     assert set(body["messages"][0]) == {
-        "id", "user_message", "response", "citations", "inline_citations", "prompt_version", "model", "created_at"
+        "id",
+        "user_message",
+        "response",
+        "citations",
+        "inline_citations",
+        "prompt_version",
+        "model",
+        "created_at",
     }
 
 
@@ -152,7 +160,18 @@ def test_schema_describes_the_target_union(client, db):
     union = citations["items"]["properties"]["target"]
     assert union["discriminator"] == {"propertyName": "kind"}
     assert [variant["properties"]["kind"]["enum"] for variant in union["oneOf"]] == [
-        [kind] for kind in ("web", "tax_reference", "card_document", "mortgage_reference", "market_data", "analysis", "account", "accounts", "portfolio")
+        [kind]
+        for kind in (
+            "web",
+            "tax_reference",
+            "card_document",
+            "mortgage_reference",
+            "market_data",
+            "analysis",
+            "account",
+            "accounts",
+            "portfolio",
+        )
     ]
     account = union["oneOf"][6]
     assert account["required"] == ["kind", "accountId", "provider"]
@@ -216,4 +235,6 @@ def test_message_counts_are_right_on_a_deeper_page(token_client, maya, other_use
         body = token_client.get("/api/chat/sessions/?page=2").json()
     assert len(queries) == 3, [q["sql"] for q in queries]
     assert body["count"] == 53 and body["previous"].endswith("/api/chat/sessions/")
-    assert [(s["id"], s["message_count"]) for s in body["results"]] == [(str(s.id), 3 - n) for n, s in enumerate(reversed(sessions[:3]))]
+    assert [(s["id"], s["message_count"]) for s in body["results"]] == [
+        (str(s.id), 3 - n) for n, s in enumerate(reversed(sessions[:3]))
+    ]

@@ -5,6 +5,7 @@ data through DRF's `JSONRenderer`. Bodies are compared parsed, with every
 object as its list of (key, value) pairs, so key order counts too (both read
 the same stored JSON: written order on SQLite, jsonb order on PostgreSQL).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -23,7 +24,12 @@ from tests.factories import ChatLogFactory, ChatSessionFactory
 pytestmark = pytest.mark.django_db
 
 ODD_CITATIONS = [
-    {"source": "silvia://weather/austin", "title": "日本 💳 é\u0301", "cited_text": 'q"uo\\te\n\t\u0001', "target": {"kind": "weather", "city": "Austin"}},
+    {
+        "source": "silvia://weather/austin",
+        "title": "日本 💳 é\u0301",
+        "cited_text": 'q"uo\\te\n\t\u0001',
+        "target": {"kind": "weather", "city": "Austin"},
+    },
     {"source": "s", "title": None, "cited_text": "c", "target": {"kind": "account"}},
     {"z": 1, "a": 2, "m": {"y": [1, {"b": 2, "a": 1}], "x": None}},
     {"floats": [1e-7, 0.1 + 0.2, 1.5e300, -2.5, 310.0, 0.0], "ints": [2**70, -(2**63), 0, 12345678901234567890]},
@@ -52,7 +58,9 @@ def test_odd_stored_values_come_back_as_the_serializer_gave_them(token_client, m
     ChatLogFactory(session=session, citations=ODD_CITATIONS, inline_citations=[{"legacy": True, "start": 0, "end": 1}])
     # Odd entries, as old or damaged rows may hold (a column that is not a
     # list at all is refused by the check constraints of migration 0003).
-    ChatLogFactory(session=session, citations=['[{"source": "silvia://analysis"}]'], inline_citations=[{"kind": "odd"}, None, 7])
+    ChatLogFactory(
+        session=session, citations=['[{"source": "silvia://analysis"}]'], inline_citations=[{"kind": "odd"}, None, 7]
+    )
     ChatLogFactory(
         session=session,
         user_message="line\u2028separator\u2029paragraph",
@@ -89,7 +97,9 @@ def test_line_and_paragraph_separators_are_escaped_as_drf_does(maya, where):
 def test_key_order_is_the_stored_order_on_sqlite(maya):
     if connection.vendor != "sqlite":
         pytest.skip("jsonb keeps its own key order; the serializer comparison covers PostgreSQL")
-    log = ChatLogFactory(session__user=maya, citations=[{"z": 1, "a": 2, "target": {"provider": None, "kind": "account"}}])
+    log = ChatLogFactory(
+        session__user=maya, citations=[{"z": 1, "a": 2, "target": {"provider": None, "kind": "account"}}]
+    )
 
     message = _pairs(session_detail_json(session=log.session).body)[-1][1][0]  # ("messages", [message])
 
@@ -138,7 +148,9 @@ def test_not_found_body_is_unchanged(token_client):
 
 def test_message_rows_hold_the_json_columns_as_text(maya):
     log = ChatLogFactory(session__user=maya, citations=ODD_CITATIONS)
-    [(log_id, citations, inline)] = session_message_rows(session=log.session, fields=["id", "citations", "inline_citations"])
+    [(log_id, citations, inline)] = session_message_rows(
+        session=log.session, fields=["id", "citations", "inline_citations"]
+    )
     assert log_id == log.id
     # As the ORM decodes it (jsonb spells 1.5e300 with all its digits: an int once parsed).
     stored = ChatLog.objects.get(pk=log.pk)

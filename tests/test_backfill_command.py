@@ -1,4 +1,5 @@
 """`manage.py backfill_citation_targets` and the data migration, end to end (docs/backfill.md)."""
+
 from __future__ import annotations
 
 import ast
@@ -32,7 +33,9 @@ def _id(n: int) -> uuid.UUID:
 
 def _old(n: int, *sources: str) -> ChatLog:
     citations = [{"source": s, "title": "t", "cited_text": f"c{i}"} for i, s in enumerate(sources)]
-    return ChatLogFactory(id=_id(n), citations=citations, inline_citations=[{**c, "start": 0, "end": 1} for c in citations])
+    return ChatLogFactory(
+        id=_id(n), citations=citations, inline_citations=[{**c, "start": 0, "end": 1} for c in citations]
+    )
 
 
 def _run(*args):
@@ -169,7 +172,10 @@ def test_progress_bar_on_a_terminal(monkeypatch):
 
 def test_progress_line_shows_rate_and_eta():
     report = backfill_module.BackfillReport(rows_scanned=250, rows_changed=100, last_id="x")
-    assert backfill_text.progress_line(report, 1000, 2.0) == "backfill: 250/1000 rows (25%), 100 changed, 125 rows/s, ETA 6s, after x"
+    assert (
+        backfill_text.progress_line(report, 1000, 2.0)
+        == "backfill: 250/1000 rows (25%), 100 changed, 125 rows/s, ETA 6s, after x"
+    )
 
 
 # --- the data migration ----------------------------------------------------------

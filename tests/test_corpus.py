@@ -1,4 +1,5 @@
 """The library corpus reader (docs/citable.md): pure, on tmp_path, no database."""
+
 from __future__ import annotations
 
 import json
@@ -101,7 +102,18 @@ def test_path_is_normalised(root, given, normalised):
         (".", "is a directory"),
         ("irs/missing.md", "no such document"),
     ],
-    ids=["empty", "dotdot", "dotdot-twice", "dotdot-into-sibling-folder", "bare-dotdot", "absolute", "nul", "directory", "folder-itself", "missing"],
+    ids=[
+        "empty",
+        "dotdot",
+        "dotdot-twice",
+        "dotdot-into-sibling-folder",
+        "bare-dotdot",
+        "absolute",
+        "nul",
+        "directory",
+        "folder-itself",
+        "missing",
+    ],
 )
 def test_bad_path_is_refused_naming_it(root, path, reason):
     with pytest.raises(CorpusPathError, match=reason) as raised:
@@ -157,7 +169,9 @@ def test_missing_folder_is_a_missing_document(tmp_path):
 
 def test_example_corpus_has_every_folder_and_reads():
     for tool, folder in CORPUS_FOLDERS.items():
-        documents = [p for p in (EXAMPLES_CORPUS / folder).rglob("*") if p.is_file() and not p.name.endswith(".meta.json")]
+        documents = [
+            p for p in (EXAMPLES_CORPUS / folder).rglob("*") if p.is_file() and not p.name.endswith(".meta.json")
+        ]
         assert documents, f"examples/corpus/{folder} is empty"
         for document in documents:
             relative = document.relative_to(EXAMPLES_CORPUS / folder).as_posix()

@@ -1,4 +1,5 @@
 """`manage.py import_turns` end to end, on real files and the real database."""
+
 from __future__ import annotations
 
 import io
@@ -34,13 +35,30 @@ def _record(n, user="maya", **extra):
         "prompt_version": "v5",
         "user_message": f"question {n}",
         "events": [
-            {"type": "tool_call", "id": "t", "name": "execute_python", "input": {"code": "print(1)"}, "output": {"stdout": "1\n", "stderr": ""}},
+            {
+                "type": "tool_call",
+                "id": "t",
+                "name": "execute_python",
+                "input": {"code": "print(1)"},
+                "output": {"stdout": "1\n", "stderr": ""},
+            },
             {
                 "type": "assistant",
                 "message": {
                     "role": "assistant",
                     "content": [
-                        {"type": "text", "text": "One.", "citations": [{"type": "search_result_location", "source": "silvia://analysis", "title": "Analysis", "cited_text": "1"}]}
+                        {
+                            "type": "text",
+                            "text": "One.",
+                            "citations": [
+                                {
+                                    "type": "search_result_location",
+                                    "source": "silvia://analysis",
+                                    "title": "Analysis",
+                                    "cited_text": "1",
+                                }
+                            ],
+                        }
                     ],
                 },
             },
@@ -243,8 +261,12 @@ def test_citation_types_not_recorded_are_counted_in_the_summary(tmp_path, maya):
     # SPEC 6: a char_location citation is not stored, but reported by type.
     record = _record(7)
     citations = record["events"][1]["message"]["content"][0]["citations"]
-    citations.append({"type": "char_location", "cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1})
-    citations.append({"type": "char_location", "cited_text": "y", "document_index": 0, "start_char_index": 1, "end_char_index": 2})
+    citations.append(
+        {"type": "char_location", "cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1}
+    )
+    citations.append(
+        {"type": "char_location", "cited_text": "y", "document_index": 0, "start_char_index": 1, "end_char_index": 2}
+    )
     path = tmp_path / "t.json"
     path.write_text(json.dumps(record))
     code, out, _ = _run(path)

@@ -161,7 +161,7 @@ def test_a_driver_line_keeps_what_it_was_doing_not_the_server_error():
     record = _record(
         "psycopg.pool",
         "error connecting in %r: %s",
-        ("pool-1", f'connection failed: duplicate key value (account_id)=({ACCOUNT})'),
+        ("pool-1", f"connection failed: duplicate key value (account_id)=({ACCOUNT})"),
     )
     PrivacyFilter().filter(record)
     assert record.getMessage() == "error connecting in 'pool-1'"

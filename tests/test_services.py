@@ -1,5 +1,6 @@
 """record_turn on the database (docs/turns.md), with the golden turn
 cases; runs on SQLite and on PostgreSQL."""
+
 from __future__ import annotations
 
 import copy
@@ -187,8 +188,14 @@ def test_session_span_widens_with_its_turns(maya):
         (lambda r: r["events"].append({"type": "thinking"}), "events[2].type"),
         (lambda r: r["events"][0].update(output={"rows": [1]}), "events[0].output.rows[0]"),
         (lambda r: r["events"][0].update(name="execute_python", output={"stdout": None}), "events[0].output.stdout"),
-        (lambda r: r["events"][0].update(name="search_web", output={"results": [{"url": 3}]}), "events[0].output.results[0].url"),
-        (lambda r: r["events"][0].update(name="read_tax_authority", output={"content": "x"}, input={}), "events[0].input.path"),
+        (
+            lambda r: r["events"][0].update(name="search_web", output={"results": [{"url": 3}]}),
+            "events[0].output.results[0].url",
+        ),
+        (
+            lambda r: r["events"][0].update(name="read_tax_authority", output={"content": "x"}, input={}),
+            "events[0].input.path",
+        ),
         (lambda r: r["events"][1]["message"].update(content="text"), "events[1].message.content"),
         (
             lambda r: r["events"][1]["message"]["content"][1]["citations"][0].pop("cited_text"),

@@ -1,4 +1,5 @@
 """Response shapes of the sessions API (docs/api.md)."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -36,7 +37,16 @@ class ChatLogSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatLog
-        fields = ["id", "user_message", "response", "citations", "inline_citations", "prompt_version", "model", "created_at"]
+        fields = [
+            "id",
+            "user_message",
+            "response",
+            "citations",
+            "inline_citations",
+            "prompt_version",
+            "model",
+            "created_at",
+        ]
 
 
 class ChatSessionDetailSerializer(serializers.ModelSerializer):

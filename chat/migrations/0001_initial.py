@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -17,55 +16,82 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ChatSession',
+            name="ChatSession",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('title', models.CharField(blank=True, default='', max_length=500)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chat_sessions', to=settings.AUTH_USER_MODEL)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("title", models.CharField(blank=True, default="", max_length=500)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chat_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'db_table': 'chat_sessions',
-                'ordering': ['-updated_at', '-created_at'],
+                "db_table": "chat_sessions",
+                "ordering": ["-updated_at", "-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ChatLog',
+            name="ChatLog",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('user_message', models.TextField()),
-                ('response', models.TextField(blank=True, default='')),
-                ('citations', models.JSONField(blank=True, default=list)),
-                ('inline_citations', models.JSONField(blank=True, default=list)),
-                ('prompt_version', models.CharField(choices=[('v5', 'v5'), ('legacy', 'legacy')], max_length=16)),
-                ('model', models.CharField(blank=True, default='', max_length=100)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('citation_count', models.PositiveIntegerField(default=0)),
-                ('typed_count', models.PositiveIntegerField(default=0)),
-                ('untyped_count', models.PositiveIntegerField(default=0)),
-                ('malformed_count', models.PositiveIntegerField(default=0)),
-                ('target_kinds', models.CharField(blank=True, default='', help_text='e.g. "|account|untyped|"', max_length=200)),
-                ('account_ids', models.TextField(blank=True, default='', help_text='e.g. "|FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U|"')),
-                ('sources', models.TextField(blank=True, default='', help_text='distinct sources, one per line')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chat_logs', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='logs', to='chat.chatsession')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("user_message", models.TextField()),
+                ("response", models.TextField(blank=True, default="")),
+                ("citations", models.JSONField(blank=True, default=list)),
+                ("inline_citations", models.JSONField(blank=True, default=list)),
+                ("prompt_version", models.CharField(choices=[("v5", "v5"), ("legacy", "legacy")], max_length=16)),
+                ("model", models.CharField(blank=True, default="", max_length=100)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("citation_count", models.PositiveIntegerField(default=0)),
+                ("typed_count", models.PositiveIntegerField(default=0)),
+                ("untyped_count", models.PositiveIntegerField(default=0)),
+                ("malformed_count", models.PositiveIntegerField(default=0)),
+                (
+                    "target_kinds",
+                    models.CharField(blank=True, default="", help_text='e.g. "|account|untyped|"', max_length=200),
+                ),
+                (
+                    "account_ids",
+                    models.TextField(
+                        blank=True, default="", help_text='e.g. "|FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U|"'
+                    ),
+                ),
+                ("sources", models.TextField(blank=True, default="", help_text="distinct sources, one per line")),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chat_logs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="logs", to="chat.chatsession"
+                    ),
+                ),
             ],
             options={
-                'db_table': 'ai_chat_logs',
-                'ordering': ['created_at', 'id'],
+                "db_table": "ai_chat_logs",
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.AddIndex(
-            model_name='chatsession',
-            index=models.Index(fields=['user', '-updated_at'], name='chat_sessions_user_updated'),
+            model_name="chatsession",
+            index=models.Index(fields=["user", "-updated_at"], name="chat_sessions_user_updated"),
         ),
         migrations.AddIndex(
-            model_name='chatlog',
-            index=models.Index(fields=['session', 'created_at'], name='ai_chat_logs_session_created'),
+            model_name="chatlog",
+            index=models.Index(fields=["session", "created_at"], name="ai_chat_logs_session_created"),
         ),
         migrations.AddIndex(
-            model_name='chatlog',
-            index=models.Index(fields=['created_at'], name='ai_chat_logs_created'),
+            model_name="chatlog",
+            index=models.Index(fields=["created_at"], name="ai_chat_logs_created"),
         ),
     ]

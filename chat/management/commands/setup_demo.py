@@ -1,4 +1,5 @@
 """`python manage.py setup_demo`: demo users, an API token and the example turns."""
+
 from __future__ import annotations
 
 from pathlib import Path
