@@ -67,7 +67,10 @@ UNTYPEABLE = [
     "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/",
     "silvia://search/search_web",
 ]
-WORDS = "the total balance of your account rose fell by percent since last month while fees interest dividends were paid".split()
+_SENTENCE = (
+    "the total balance of your account rose fell by percent since last month while fees interest dividends were paid"
+)
+WORDS = _SENTENCE.split()
 
 
 def _peak_rss_mib() -> float:
@@ -153,7 +156,7 @@ def load_rows(
     from citations.backfill import backfill_citation_list
 
     rng = random.Random(seed)
-    created = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    created = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     expected_changes = 0
     with psycopg.connect(url) as conn, conn.cursor() as cursor:
         with cursor.copy(f"COPY ai_chat_logs ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
@@ -320,7 +323,7 @@ def run(*, rows: int, batch_size: int, database_url: str, all_old: bool = False,
             from django.db import connections
 
             connections[ALIAS].close()
-        except Exception:  # noqa: BLE001 - Django may not have been set up
+        except Exception:  # Django may not have been set up
             pass
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch_name)))

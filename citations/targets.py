@@ -328,9 +328,7 @@ def merge_account_refs(refs: Iterable[AccountRef]) -> tuple[AccountRef, ...]:
     """
     providers: dict[str, Provider | None] = {}
     for ref in refs:
-        if ref.account_id not in providers:
-            providers[ref.account_id] = ref.provider
-        elif providers[ref.account_id] is None and ref.provider is not None:
+        if ref.account_id not in providers or (providers[ref.account_id] is None and ref.provider is not None):
             providers[ref.account_id] = ref.provider
     return tuple(AccountRef(account_id, provider) for account_id, provider in providers.items())
 

@@ -156,11 +156,11 @@ def _datetime(value: object, path: str) -> dt.datetime:
         raise TurnRecordError(path, f"not an ISO 8601 date-time: {value!r}") from None
     # A time without an offset is taken as UTC, the zone the recorder runs in.
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     try:
         # In UTC, as stored: 9999-12-31T23:59-05:00 is past what either
         # database (and Python) can hold, and would break every later read.
-        return parsed.astimezone(dt.timezone.utc)
+        return parsed.astimezone(dt.UTC)
     except OverflowError:
         raise TurnRecordError(path, f"out of range once in UTC: {value!r}") from None
 

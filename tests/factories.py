@@ -24,7 +24,7 @@ class ChatSessionFactory(factory.django.DjangoModelFactory):
 
     user = factory.SubFactory(UserFactory)
     title = factory.Sequence(lambda n: f"Session {n}")
-    created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=n))
+    created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 1, tzinfo=dt.UTC) + dt.timedelta(hours=n))
     updated_at = factory.SelfAttribute("created_at")
 
 
@@ -60,4 +60,4 @@ class ChatLogFactory(factory.django.DjangoModelFactory):
     )
     prompt_version = "v5"
     model = "claude-sonnet-4-5-20250929"
-    created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 2, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=n))
+    created_at = factory.Sequence(lambda n: dt.datetime(2026, 11, 2, tzinfo=dt.UTC) + dt.timedelta(minutes=n))

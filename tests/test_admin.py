@@ -16,7 +16,6 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.db import connection
-from django.db.models import JSONField, Value
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
@@ -286,7 +285,7 @@ def test_logs_and_sessions_are_read_only(staff_client):
 @pytest.fixture
 def kinds_rows(db):
     """One row per situation the kind filter must tell apart."""
-    t0 = dt.datetime(2026, 11, 2, 12, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 2, 12, tzinfo=dt.UTC)
     rows = {
         "web": log_with([cite("https://Example.org/Rates", {"kind": "web", "url": "https://example.org/rates"})]),
         "library": log_with(
@@ -471,13 +470,12 @@ def test_changelist_of_100_rows_runs_four_queries_and_loads_no_json(staff_client
     for _ in range(120):
         ChatLogFactory()
 
-    with CaptureQueriesContext(connection) as captured:
-        with django_assert_num_queries(4):
-            # 1. the session row (django_session), 2. the staff user,
-            # 3. COUNT(*) of the filtered rows for the paginator (no full count:
-            #    show_full_result_count = False), 4. the page of 100 logs with
-            #    their session and owner (one JOIN, list_select_related).
-            response = staff_client.get(LIST_URL, {"target_kind": "portfolio", "q": "portfolio"})
+    with CaptureQueriesContext(connection) as captured, django_assert_num_queries(4):
+        # 1. the session row (django_session), 2. the staff user,
+        # 3. COUNT(*) of the filtered rows for the paginator (no full count:
+        #    show_full_result_count = False), 4. the page of 100 logs with
+        #    their session and owner (one JOIN, list_select_related).
+        response = staff_client.get(LIST_URL, {"target_kind": "portfolio", "q": "portfolio"})
 
     assert len(listed(response)) == 100
     page_sql = captured.captured_queries[-1]["sql"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.test.utils import CaptureQueriesContext
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from chat.services import record_turn

@@ -67,7 +67,7 @@ def test_odd_stored_values_come_back_as_the_serializer_gave_them(token_client, m
         response="ünïcödé",
         citations=[{"source": "s", "title": "t", "cited_text": "a\u2028b"}],
         inline_citations=[],
-        created_at=dt.datetime(2026, 11, 30, 8, 1, 2, 34, tzinfo=dt.timezone.utc),
+        created_at=dt.datetime(2026, 11, 30, 8, 1, 2, 34, tzinfo=dt.UTC),
     )
 
     response = token_client.get(f"/api/chat/sessions/{session.id}/")
@@ -108,8 +108,8 @@ def test_key_order_is_the_stored_order_on_sqlite(maya):
 
 def test_dates_follow_drf_format_and_the_current_time_zone(token_client, maya, settings):
     settings.TIME_ZONE = "America/Chicago"
-    session = ChatSessionFactory(user=maya, created_at=dt.datetime(2026, 7, 1, 12, tzinfo=dt.timezone.utc))
-    ChatLogFactory(session=session, created_at=dt.datetime(2026, 1, 2, 3, 4, 5, 600, tzinfo=dt.timezone.utc))
+    session = ChatSessionFactory(user=maya, created_at=dt.datetime(2026, 7, 1, 12, tzinfo=dt.UTC))
+    ChatLogFactory(session=session, created_at=dt.datetime(2026, 1, 2, 3, 4, 5, 600, tzinfo=dt.UTC))
 
     body = json.loads(token_client.get(f"/api/chat/sessions/{session.id}").content)
 
@@ -119,7 +119,7 @@ def test_dates_follow_drf_format_and_the_current_time_zone(token_client, maya, s
 
 
 def test_utc_dates_end_in_z(maya):
-    log = ChatLogFactory(session__user=maya, created_at=dt.datetime(2026, 11, 30, 9, 0, 0, 5, tzinfo=dt.timezone.utc))
+    log = ChatLogFactory(session__user=maya, created_at=dt.datetime(2026, 11, 30, 9, 0, 0, 5, tzinfo=dt.UTC))
     body = json.loads(session_detail_json(session=log.session).body)
     assert body["messages"][0]["created_at"] == "2026-11-30T09:00:00.000005Z"
 

@@ -514,7 +514,7 @@ def test_a_row_held_by_another_connection_keeps_its_update():
     def backfill_in_thread():
         try:
             outcome["report"] = _run()
-        except BaseException as error:  # noqa: BLE001 - reported by the test below
+        except BaseException as error:  # reported by the test below
             outcome["error"] = error
         finally:
             connections.close_all()

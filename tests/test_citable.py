@@ -9,8 +9,8 @@ from django.utils.text import slugify
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citations.accounts import account_ref_from_row
 from citations import citable
+from citations.accounts import account_ref_from_row
 from citations.citable import (
     LABEL_COLUMNS,
     LIBRARY_TOOLS,

@@ -146,7 +146,7 @@ def test_caller_given_user_overrides_the_record(maya, other_user):
 
 
 def test_minimal_record_is_typed_and_timestamps_default_to_now(maya):
-    before = dt.datetime.now(dt.timezone.utc)
+    before = dt.datetime.now(dt.UTC)
     log = record_turn(_minimal_record())
     assert log.response == "You have $10"
     assert log.inline_citations == [
@@ -171,8 +171,8 @@ def test_session_span_widens_with_its_turns(maya):
     record_turn(later)
     record_turn(earlier)
     session = ChatSession.objects.get()
-    assert session.created_at == dt.datetime(2026, 11, 19, 10, tzinfo=dt.timezone.utc)
-    assert session.updated_at == dt.datetime(2026, 11, 20, 10, tzinfo=dt.timezone.utc)
+    assert session.created_at == dt.datetime(2026, 11, 19, 10, tzinfo=dt.UTC)
+    assert session.updated_at == dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC)
     assert session.title == "Hello"
 
 

@@ -63,7 +63,7 @@ ONE_OF_EACH = [
 
 
 def test_every_kind_is_listed_once_in_spec_order():
-    assert TARGET_KINDS == tuple(dict.fromkeys(t.kind for t in ONE_OF_EACH))
+    assert tuple(dict.fromkeys(t.kind for t in ONE_OF_EACH)) == TARGET_KINDS
     assert len(set(TARGET_KINDS)) == 9
 
 

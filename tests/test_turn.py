@@ -219,7 +219,7 @@ def test_created_at_is_converted_to_utc():
     import datetime as dt
 
     turn = parse_turn_record(_record_with(created_at="2026-11-20T10:00:00-05:00"))
-    assert turn.created_at == dt.datetime(2026, 11, 20, 15, tzinfo=dt.timezone.utc)
+    assert turn.created_at == dt.datetime(2026, 11, 20, 15, tzinfo=dt.UTC)
     assert turn.created_at.utcoffset() == dt.timedelta(0)
 
 
