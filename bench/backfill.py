@@ -158,7 +158,7 @@ def load_rows(
     rng = random.Random(seed)
     created = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     expected_changes = 0
-    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:  # noqa: SIM117 - the COPY reads better as its own block
         with cursor.copy(f"COPY ai_chat_logs ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
             for n in range(rows):
                 row_kind, citations, inline = generate_row(rng, all_old=all_old)
@@ -205,10 +205,11 @@ def run_baseline(url: str, *, batch_size: int) -> int:
                     ).fetchall()
                 if not rows:
                     break
-                ids, citations, inline = (list(column) for column in zip(*rows))
+                ids, citations, inline = (list(column) for column in zip(*rows, strict=True))
                 conn.execute(
                     "UPDATE ai_chat_logs AS t SET citations = v.citations, inline_citations = v.inline_citations "
-                    "FROM unnest(%s::uuid[], %s::jsonb[], %s::jsonb[]) AS v(id, citations, inline_citations) WHERE t.id = v.id",
+                    "FROM unnest(%s::uuid[], %s::jsonb[], %s::jsonb[]) AS v(id, citations, inline_citations) "
+                    "WHERE t.id = v.id",
                     [ids, citations, inline],
                 )
             done += len(rows)
@@ -334,15 +335,19 @@ def format_figures(f: dict[str, Any]) -> str:
     met = "met" if f["ratio"] >= GOAL_RATIO else "NOT MET"
     return "\n".join(
         [
-            f"backfill bench: {f['rows']} rows{' (all old: every row changes)' if f['all_old'] else ''}, batch size {f['batch_size']} "
-            f"(loaded by COPY in {f['load_seconds']:.1f}s)",
-            f"  baseline (raw psycopg read + unchanged write): {f['baseline_rate']:>9,.0f} rows/s  ({f['baseline_seconds']:.2f}s)",
-            f"  backfill_citation_targets:                     {f['backfill_rate']:>9,.0f} rows/s  ({f['backfill_seconds']:.2f}s; "
+            f"backfill bench: {f['rows']} rows{' (all old: every row changes)' if f['all_old'] else ''}, "
+            f"batch size {f['batch_size']} (loaded by COPY in {f['load_seconds']:.1f}s)",
+            f"  baseline (raw psycopg read + unchanged write): {f['baseline_rate']:>9,.0f} rows/s  "
+            f"({f['baseline_seconds']:.2f}s)",
+            f"  backfill_citation_targets:                     {f['backfill_rate']:>9,.0f} rows/s  "
+            f"({f['backfill_seconds']:.2f}s; "
             f"{f['changed']} rows changed, {f['typed']} targets added, {f['malformed']} malformed rows skipped)",
-            f"  second run (changes nothing):                  {f['rerun_rate']:>9,.0f} rows/s  ({f['rerun_seconds']:.2f}s)",
+            f"  second run (changes nothing):                  {f['rerun_rate']:>9,.0f} rows/s  "
+            f"({f['rerun_seconds']:.2f}s)",
             f"  ratio backfill/baseline: {f['ratio']:.2f} (goal >= {GOAL_RATIO}: {met})",
             f"  peak RSS MiB: start {f['rss_start_mib']:.0f}, after load {f['rss_after_load_mib']:.0f}, after baseline "
-            f"{f['rss_after_baseline_mib']:.0f}, after backfill {f['rss_after_backfill_mib']:.0f}, after rerun {f['rss_after_rerun_mib']:.0f}",
+            f"{f['rss_after_baseline_mib']:.0f}, after backfill {f['rss_after_backfill_mib']:.0f}, "
+            f"after rerun {f['rss_after_rerun_mib']:.0f}",
         ]
     )
 

@@ -317,10 +317,7 @@ def inline_citations_table(column: Any, answer: Any) -> SafeString:
     rows = []
     for number, entry in enumerate(column, 1):
         cells = _row_cells(number, entry)
-        if isinstance(entry, dict):
-            span = span_cell(answer, entry.get("start"), entry.get("end"))
-        else:
-            span = _note("no span")
+        span = span_cell(answer, entry.get("start"), entry.get("end")) if isinstance(entry, dict) else _note("no span")
         rows.append([*cells[:2], span, *cells[2:]])
     labels = (*_LABELS[:2], "span of the answer", *_LABELS[2:])
     return _table(labels, rows, "no inline citations")

@@ -118,8 +118,8 @@ class LiveTurn(models.Model):
 
     class Meta:
         db_table = "chat_live_turns"
-        ordering = ["-created_at"]
-        constraints = [
+        ordering = ["-created_at"]  # noqa: RUF012
+        constraints = [  # noqa: RUF012
             # One running turn per session (SPEC 11: a second POST is a 409).
             models.UniqueConstraint(
                 fields=["session_id"],
@@ -127,7 +127,7 @@ class LiveTurn(models.Model):
                 name="chat_live_turns_one_running_per_session",
             ),
         ]
-        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_live_turns_status_hb")]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_live_turns_status_hb")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return f"turn {self.id} ({self.status})"
@@ -147,8 +147,8 @@ class LiveTurnEvent(models.Model):
 
     class Meta:
         db_table = "chat_live_turn_events"
-        ordering = ["turn", "seq"]
-        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]
+        ordering = ["turn", "seq"]  # noqa: RUF012
+        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return f"{self.turn_id}#{self.seq} {self.event}"

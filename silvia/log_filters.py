@@ -16,7 +16,8 @@ from types import TracebackType
 # `sql` and its values in `params`. The SQL text itself holds the values too
 # (SQLite's and psycopg's client-side binding inline them), so neither is kept.
 _STATEMENT = re.compile(
-    r'^\s*(?:\d+ times: )?(?:(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?(?=[\s(;]|$)|(SELECT)\s+(?:DISTINCT\s+)?"(\w+)"\.|(\w+))',
+    r"^\s*(?:\d+ times: )?"
+    r'(?:(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?(?=[\s(;]|$)|(SELECT)\s+(?:DISTINCT\s+)?"(\w+)"\.|(\w+))',
     re.IGNORECASE,
 )
 _URLISH = re.compile(r"^(?:[A-Z]+ )?/")

@@ -594,7 +594,8 @@ def test_recompute_is_idempotent_and_skips_rows_whose_columns_are_not_lists_of_o
         LIST_URL, {"action": "recompute_targets", "_selected_action": [str(odd.pk)]}, follow=True
     )
     assert [str(m) for m in response.context["messages"]] == [
-        "No citation could be typed from its source in the 1 selected log(s). 1 log(s) skipped: a JSON column is not a list of objects."
+        "No citation could be typed from its source in the 1 selected log(s). "
+        "1 log(s) skipped: a JSON column is not a list of objects."
     ]
 
 

@@ -30,7 +30,7 @@ def test_detail_serves_the_golden_turns_as_stored(token_client, maya):
     assert body["id"] == session_id
     assert body["title"] == expected[0]["record"]["session"]["title"]
     assert [m["id"] for m in body["messages"]] == [c["record"]["id"] for c in expected]
-    for message, case in zip(body["messages"], expected):
+    for message, case in zip(body["messages"], expected, strict=True):
         assert message["response"] == case["expect"]["response"]
         assert message["citations"] == case["expect"]["citations"]
         assert message["inline_citations"] == case["expect"]["inline_citations"]

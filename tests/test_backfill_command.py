@@ -64,7 +64,8 @@ def test_report_counts_rows_kinds_and_malformed_ids():
     assert code == 0, err
     assert out.splitlines() == [
         "rows scanned 4, changed 2",
-        "citations and inline citations typed 6 (card_document 2, market_data 2, portfolio 2), already typed 2, left untyped 2",
+        "citations and inline citations typed 6 (card_document 2, market_data 2, portfolio 2), "
+        "already typed 2, left untyped 2",
         "malformed rows skipped 1",
         f"  {_id(4)}: citations holds a non-object",
     ]
@@ -163,7 +164,7 @@ def test_progress_bar_on_a_terminal(monkeypatch):
     for n in range(1, 4):
         _old(n, "silvia://analysis")
 
-    code, out, err = _run("--batch-size", 1)
+    code, _out, err = _run("--batch-size", 1)
 
     assert code == 0 and err == ""  # no plain lines: the bar has it
     bar = terminal.getvalue()

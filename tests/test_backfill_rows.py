@@ -103,7 +103,7 @@ def test_list_helper_only_appends_targets_and_is_idempotent(value):
 
     assert json.dumps(value) == snapshot  # the input is not mutated
     assert len(result.value) == len(value)
-    for before, after in zip(value, result.value):
+    for before, after in zip(value, result.value, strict=True):
         if after is before:
             continue
         assert "target" not in before

@@ -383,10 +383,7 @@ def test_pieces_keep_their_order_and_share_blocks():
 @pytest.mark.parametrize("where", ["code", "stdout"])
 def test_finnhub_in_any_case_in_code_or_stdout(where):
     stdout = '{"symbol": "VTI", "c": 1}'
-    if where == "code":
-        results = _py(stdout, code="from FinnHub import Client")
-    else:
-        results = _py(stdout + "\nsource: FINNHUB")
+    results = _py(stdout, code="from FinnHub import Client") if where == "code" else _py(stdout + "\nsource: FINNHUB")
     assert results[0].source == "silvia://market-data/finnhub/VTI"
 
 

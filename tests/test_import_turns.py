@@ -208,7 +208,7 @@ def test_a_byte_order_mark_is_not_part_of_the_json(tmp_path, maya):
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_record(1)).encode())
     jsonl = tmp_path / "bom.jsonl"
     jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps(_record(2)).encode() + b"\n")
-    code, out, err = _run(path, jsonl)
+    code, _out, err = _run(path, jsonl)
     assert code == 0, err
     assert ChatLog.objects.count() == 2
 
