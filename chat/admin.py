@@ -17,7 +17,7 @@ from `chat.admin_display` (format_html only).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -38,6 +38,9 @@ from chat.models import ChatLog, ChatSession
 from chat.selectors import chat_logs_with_citation_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.turn import parse_uuid
+
+if TYPE_CHECKING:
+    from chat.selectors import ChatLogWithCounts
 
 #: Columns the log changelist never loads: the JSON and the long texts. The
 #: list shows counts the database computes from the JSON and a short head of the question.
@@ -260,20 +263,20 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     # Counts over `citations` (the turn's summary list), computed by the
     # database in `ChatLogChangeList.get_queryset`: no JSON is loaded.
     @admin.display(description="citations", ordering="citation_total")
-    def citations_column(self, log: ChatLog) -> int:
-        return log.citation_total  # type: ignore[attr-defined]
+    def citations_column(self, log: ChatLogWithCounts) -> int:
+        return log.citation_total
 
     @admin.display(description="typed", ordering="typed_total")
-    def typed_column(self, log: ChatLog) -> int:
-        return log.typed_total  # type: ignore[attr-defined]
+    def typed_column(self, log: ChatLogWithCounts) -> int:
+        return log.typed_total
 
     @admin.display(description="untyped", ordering="untyped_total")
-    def untyped_column(self, log: ChatLog) -> int:
-        return log.untyped_total  # type: ignore[attr-defined]
+    def untyped_column(self, log: ChatLogWithCounts) -> int:
+        return log.untyped_total
 
     @admin.display(description="malformed", ordering="malformed_total")
-    def malformed_column(self, log: ChatLog) -> int:
-        return log.malformed_total  # type: ignore[attr-defined]
+    def malformed_column(self, log: ChatLogWithCounts) -> int:
+        return log.malformed_total
 
     @admin.display(description="session", ordering="session__title")
     def session_link(self, log: ChatLog) -> str:

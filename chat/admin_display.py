@@ -144,7 +144,7 @@ def target_details(entry: Any) -> SafeString:
     if isinstance(target, MarketDataTarget):
         return _field("ticker", format_html("<code>{}</code>", target.ticker))
     if hasattr(target, "url"):  # web and the three library kinds
-        url = target.url  # type: ignore[attr-defined]
+        url = target.url
         return _field(
             "url", safe_link(url) if url is not None else format_html("<em>{}</em>", "none (corpus document)")
         )

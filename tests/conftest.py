@@ -13,12 +13,12 @@ from tests.factories import UserFactory
 @pytest.fixture
 def maya(db):
     """The user the golden turn cases belong to."""
-    return UserFactory(username="maya")
+    return UserFactory.create(username="maya")
 
 
 @pytest.fixture
 def other_user(db):
-    return UserFactory(username="sam")
+    return UserFactory.create(username="sam")
 
 
 @pytest.fixture

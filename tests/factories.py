@@ -1,4 +1,7 @@
-"""factory_boy factories for the chat models (tests and benchmarks)."""
+"""factory_boy factories for the chat models (tests and benchmarks).
+
+Call `XFactory.create(...)` (the same as `XFactory(...)`): its return type is the model.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,12 @@ import datetime as dt
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
 from chat.models import ChatLog, ChatSession
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
@@ -18,7 +22,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     username = factory.Sequence(lambda n: f"user{n}")
 
 
-class ChatSessionFactory(factory.django.DjangoModelFactory):
+class ChatSessionFactory(factory.django.DjangoModelFactory[ChatSession]):
     class Meta:
         model = ChatSession
 
@@ -28,7 +32,7 @@ class ChatSessionFactory(factory.django.DjangoModelFactory):
     updated_at = factory.SelfAttribute("created_at")
 
 
-class ChatLogFactory(factory.django.DjangoModelFactory):
+class ChatLogFactory(factory.django.DjangoModelFactory[ChatLog]):
     class Meta:
         model = ChatLog
 

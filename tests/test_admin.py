@@ -54,7 +54,7 @@ def log_with(citations, inline_citations=None, **kwargs) -> ChatLog:
     """A row whose inline citations default to its citations (spans 0-1)."""
     if inline_citations is None:
         inline_citations = [{**c, "start": 0, "end": 1} if isinstance(c, dict) else c for c in citations]
-    return ChatLogFactory(citations=citations, inline_citations=inline_citations, **kwargs)
+    return ChatLogFactory.create(citations=citations, inline_citations=inline_citations, **kwargs)
 
 
 def listed(response) -> set:
@@ -66,7 +66,7 @@ def listed(response) -> set:
 @pytest.fixture
 def staff(db):
     """A superuser, as `make run` creates (admin/admin)."""
-    return UserFactory(username="admin", is_staff=True, is_superuser=True)
+    return UserFactory.create(username="admin", is_staff=True, is_superuser=True)
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def staff_client(staff) -> Client:
 @pytest.fixture
 def viewer_client(db) -> Client:
     """Staff allowed to view logs, not to change them."""
-    viewer = UserFactory(username="viewer", is_staff=True)
+    viewer = UserFactory.create(username="viewer", is_staff=True)
     viewer.user_permissions.add(
         Permission.objects.get(codename="view_chatlog"), Permission.objects.get(codename="view_chatsession")
     )
@@ -101,7 +101,7 @@ def _demo_logs() -> list[ChatLog]:
         call_command("import_turns", str(EXAMPLE_TURNS), create_users=True, stdout=io.StringIO())
     else:
         cases = _golden_cases()
-        UserFactory(username="maya")
+        UserFactory.create(username="maya")
         for case in cases:
             record_turn(case["record"])
     return list(ChatLog.objects.order_by("created_at", "id"))
@@ -158,7 +158,7 @@ def test_staff_see_every_citation_of_the_demo_turns(staff_client):
 @pytest.mark.django_db
 def test_golden_turn_tables_show_kinds_accounts_providers_and_utf16_spans(staff_client):
     cases = _golden_cases()
-    UserFactory(username="maya")
+    UserFactory.create(username="maya")
     logs = {case["why"]: record_turn(case["record"]) for case in cases}
 
     # Two cards under one label: one `accounts` target naming both, provider shown to staff.
@@ -194,7 +194,7 @@ def test_columns_that_are_not_lists_render_labelled(staff_client):
     assert "stored value is an object, not a list" in admin_display.inline_citations_table({"a": 1}, "")
     assert "stored value is a string, not a list" in admin_display.citations_table("[]")
     assert "stored value is int, not a list" in admin_display.inline_citations_table(42, "")
-    logs = [ChatLogFactory()]
+    logs = [ChatLogFactory.create()]
     ChatLog.objects.filter(pk=logs[0].pk).update(
         citations=[5, None, {"source": "s", "title": None, "cited_text": None, "target": {"kind": "weather"}}],
         inline_citations=[
@@ -246,9 +246,9 @@ def test_script_title_is_text_and_only_http_urls_are_links(staff_client):
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", [LIST_URL, "{change}", "/admin/chat/chatsession/"])
 def test_non_staff_and_anonymous_are_sent_to_login(path):
-    log = ChatLogFactory()
+    log = ChatLogFactory.create()
     url = path.format(change=change_url(log))
-    member = UserFactory(username="member")  # a signed-in user who is not staff
+    member = UserFactory.create(username="member")  # a signed-in user who is not staff
     member_client = Client()
     member_client.force_login(member)
 
@@ -263,7 +263,7 @@ def test_non_staff_and_anonymous_are_sent_to_login(path):
 
 @pytest.mark.django_db
 def test_logs_and_sessions_are_read_only(staff_client):
-    log = ChatLogFactory()
+    log = ChatLogFactory.create()
     before = ChatLog.objects.values().get(pk=log.pk)
 
     assert staff_client.get(f"{LIST_URL}add/").status_code == 403
@@ -449,9 +449,9 @@ def test_search_by_log_id_session_id_and_username(staff_client, kinds_rows):
 
 @pytest.mark.django_db
 def test_session_admin_lists_searches_and_links_to_its_turns(staff_client):
-    session = ChatSessionFactory(title="Card balances")
-    logs = [ChatLogFactory(session=session), ChatLogFactory(session=session)]
-    other = ChatLogFactory()
+    session = ChatSessionFactory.create(title="Card balances")
+    logs = [ChatLogFactory.create(session=session), ChatLogFactory.create(session=session)]
+    other = ChatLogFactory.create()
 
     response = staff_client.get("/admin/chat/chatsession/", {"q": "card BAL"})
     assert {s.pk for s in response.context["cl"].result_list} == {session.pk}
@@ -468,7 +468,7 @@ def test_session_admin_lists_searches_and_links_to_its_turns(staff_client):
 @pytest.mark.django_db
 def test_changelist_of_100_rows_runs_four_queries_and_loads_no_json(staff_client, django_assert_num_queries):
     for _ in range(120):
-        ChatLogFactory()
+        ChatLogFactory.create()
 
     with CaptureQueriesContext(connection) as captured, django_assert_num_queries(4):
         # 1. the session row (django_session), 2. the staff user,
@@ -492,7 +492,7 @@ def test_changelist_of_100_rows_runs_four_queries_and_loads_no_json(staff_client
 
 @pytest.mark.django_db
 def test_change_view_runs_three_queries(staff_client, django_assert_num_queries):
-    log = ChatLogFactory()
+    log = ChatLogFactory.create()
     with django_assert_num_queries(3):
         # 1. the session row, 2. the staff user, 3. the log with its session
         #    and owner (select_related in get_queryset).
@@ -524,7 +524,7 @@ def _list_counts(client: Client, log: ChatLog) -> tuple[int, int, int, int]:
 @pytest.mark.django_db
 def test_recompute_action_types_citations_reports_the_count_and_the_list_counts_follow(staff_client):
     old = _legacy_row()
-    current = ChatLogFactory()  # already typed: nothing to do
+    current = ChatLogFactory.create()  # already typed: nothing to do
     assert _list_counts(staff_client, old) == (4, 0, 3, 1)
 
     response = staff_client.post(
@@ -572,7 +572,7 @@ def test_view_only_staff_can_look_but_not_recompute(viewer_client):
 def test_recompute_is_idempotent_and_skips_rows_whose_columns_are_not_lists_of_objects(staff_client):
     old = _legacy_row()
     odd = log_with([cite("silvia://your-portfolio")], ["not an object"])  # typable, but the row is malformed
-    nulls = ChatLogFactory()
+    nulls = ChatLogFactory.create()
     # Not lists of objects (a column that is no list at all is refused by the constraint).
     ChatLog.objects.filter(pk=nulls.pk).update(citations=[None], inline_citations=[["nested"]])
     before = {pk: ChatLog.objects.values().get(pk=pk) for pk in (odd.pk, nulls.pk)}

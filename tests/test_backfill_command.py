@@ -33,7 +33,7 @@ def _id(n: int) -> uuid.UUID:
 
 def _old(n: int, *sources: str) -> ChatLog:
     citations = [{"source": s, "title": "t", "cited_text": f"c{i}"} for i, s in enumerate(sources)]
-    return ChatLogFactory(
+    return ChatLogFactory.create(
         id=_id(n), citations=citations, inline_citations=[{**c, "start": 0, "end": 1} for c in citations]
     )
 
@@ -56,8 +56,8 @@ def _table():
 def test_report_counts_rows_kinds_and_malformed_ids():
     _old(1, "silvia://your-portfolio", "silvia://market-data/finnhub/msft", "https://example.org/")
     _old(2, "silvia://credit-card-corpus/chase/freedom.md")
-    ChatLogFactory(id=_id(3))  # typed by the service
-    ChatLogFactory(id=_id(4), citations=["[]"])  # a list holding a string: the constraint allows it
+    ChatLogFactory.create(id=_id(3))  # typed by the service
+    ChatLogFactory.create(id=_id(4), citations=["[]"])  # a list holding a string: the constraint allows it
 
     code, out, err = _run("--batch-size", 2)
 
@@ -199,6 +199,7 @@ def test_the_migration_and_its_frozen_code_import_nothing_from_the_project():
     # Frozen history (docs/backfill.md): a later change to chat or citations
     # must not change what 0002 does.
     for module in (MIGRATION, FROZEN):
+        assert module.__file__ is not None
         tree = ast.parse(Path(module.__file__).read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}

@@ -75,7 +75,7 @@ def _old(n: int, *sources: str, **extra) -> ChatLog:
     """A row saved before targets existed: one untyped citation per source."""
     citations = [{"source": s, "title": f"t{i}", "cited_text": f"c{i}"} for i, s in enumerate(sources)]
     inline = [{**c, "start": 2 * i, "end": 2 * i + 1} for i, c in enumerate(citations)]
-    return ChatLogFactory(id=_id(n), citations=citations, inline_citations=inline, **extra)
+    return ChatLogFactory.create(id=_id(n), citations=citations, inline_citations=inline, **extra)
 
 
 # --- the pure helper ---------------------------------------------------------
@@ -101,6 +101,7 @@ def test_list_helper_only_appends_targets_and_is_idempotent(value):
     snapshot = json.dumps(value)
     result = backfill_citation_list(value)
 
+    assert result is not None  # a list of objects is never malformed
     assert json.dumps(value) == snapshot  # the input is not mutated
     assert len(result.value) == len(value)
     for before, after in zip(value, result.value, strict=True):
@@ -111,7 +112,7 @@ def test_list_helper_only_appends_targets_and_is_idempotent(value):
         assert {k: v for k, v in after.items() if k != "target"} == before
     assert len(result.typed) + result.already_typed + result.left_untyped == len(value)
     again = backfill_citation_list(result.value)
-    assert not again.changed and again.value == result.value
+    assert again is not None and not again.changed and again.value == result.value
 
 
 @pytest.mark.parametrize(
@@ -128,7 +129,7 @@ def test_list_helper_refuses_what_is_not_a_list_of_objects(value):
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_case_through_the_database(case):
     citation = case["citation"]
-    log = ChatLogFactory(citations=[citation], inline_citations=[{**citation, "start": 0, "end": 1}])
+    log = ChatLogFactory.create(citations=[citation], inline_citations=[{**citation, "start": 0, "end": 1}])
     before = {column: _stored_text(log.id, column) for column in ("citations", "inline_citations")}
 
     report = _run()
@@ -153,8 +154,8 @@ def test_case_through_the_database(case):
 
 @pytest.mark.django_db
 def test_mixed_table_ends_exactly_as_expected():
-    session = ChatSessionFactory()
-    old = ChatLogFactory(
+    session = ChatSessionFactory.create()
+    old = ChatLogFactory.create(
         id=_id(1),
         session=session,
         citations=[
@@ -186,9 +187,9 @@ def test_mixed_table_ends_exactly_as_expected():
             },
         ],
     )
-    typed = ChatLogFactory(id=_id(2), session=session)  # saved by the service: typed already
+    typed = ChatLogFactory.create(id=_id(2), session=session)  # saved by the service: typed already
     web_only = _old(3, "https://www.irs.gov/publications/p590a", "silvia://search/search_web", session=session)
-    half = ChatLogFactory(
+    half = ChatLogFactory.create(
         id=_id(4),
         session=session,
         citations=[
@@ -203,7 +204,7 @@ def test_mixed_table_ends_exactly_as_expected():
             {"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "start": 0, "end": 1}
         ],
     )
-    malformed = ChatLogFactory(
+    malformed = ChatLogFactory.create(
         id=_id(5),
         session=session,
         citations=[{"source": "silvia://analysis"}, 5],
@@ -437,7 +438,7 @@ def test_an_empty_table_is_one_empty_scan():
 def test_each_batch_writes_its_changed_rows_in_one_statement(django_assert_num_queries):
     for n in range(1, 5):
         _old(n, "silvia://analysis")
-    ChatLogFactory(id=_id(5))  # typed already: read, never locked nor written
+    ChatLogFactory.create(id=_id(5))  # typed already: read, never locked nor written
 
     # Savepoints of transaction.atomic inside the test's transaction: 2 per
     # batch that writes. Batch 1 (rows 1-3): scan, lock+re-read, one UPDATE.

@@ -25,6 +25,7 @@ from citations.targets import (
     AccountsTarget,
     AnalysisTarget,
     CardDocumentTarget,
+    CitationTarget,
     MortgageReferenceTarget,
     PortfolioTarget,
     TaxReferenceTarget,
@@ -86,7 +87,7 @@ def test_to_block_is_the_anthropic_search_result_without_target():
 
 @pytest.mark.parametrize("tool", ["", "execute_javascript", "EXECUTE_SQL", None, 5, ["execute_sql"]])
 def test_unknown_tool_gives_no_blocks(tool):
-    assert to_citable_content(tool, {"query": "q"}, {"rows": []}) == []  # type: ignore[arg-type]
+    assert to_citable_content(tool, {"query": "q"}, {"rows": []}) == []
 
 
 # --- execute_sql -----------------------------------------------------------
@@ -737,7 +738,7 @@ def test_to_citable_content_never_raises_and_blocks_are_well_formed(call):
             assert parse_citation_target(result.target.to_json()) == result.target
 
 
-def _reference_sql(rows: list) -> list[tuple[str, str, object]]:
+def _reference_sql(rows: list) -> list[tuple[str, str, CitationTarget | None]]:
     """docs/citable.md's execute_sql rule written naively, as an oracle."""
     if not rows:
         return [(PORTFOLIO, "Your portfolio", PortfolioTarget())]
@@ -760,8 +761,9 @@ def _reference_sql(rows: list) -> list[tuple[str, str, object]]:
             group["untyped"] = True
         else:
             group["refs"].append(ref)
-    out = []
+    out: list[tuple[str, str, CitationTarget | None]] = []
     for source, group in groups.items():
+        target: CitationTarget | None
         if group["portfolio"]:
             target = PortfolioTarget()
         elif group["untyped"] or not group["refs"]:

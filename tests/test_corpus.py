@@ -180,14 +180,16 @@ def test_example_corpus_has_every_folder_and_reads():
             assert read["content"].strip()
             sidecar = document.with_name(document.name + ".meta.json")
             if sidecar.exists():
-                assert read["meta"] == json.loads(sidecar.read_text(encoding="utf-8"))
-                assert isinstance(read["meta"].get("title"), str)
+                meta = read["meta"]
+                assert meta is not None and meta == json.loads(sidecar.read_text(encoding="utf-8"))
+                assert isinstance(meta.get("title"), str)
             else:
                 assert read["meta"] is None
 
 
 def test_example_corpus_reads_ecfr_sidecar():
     read = read_corpus_document("read_mortgage_authority", "cfr/12/1026/1026.43.xml", root=EXAMPLES_CORPUS)
+    assert read["meta"] is not None
     assert read["meta"]["source_url"].startswith("https://www.ecfr.gov/api/versioner/v1/full/")
 
 

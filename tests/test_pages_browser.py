@@ -89,10 +89,10 @@ def demo(transactional_db):
     """The demo data of `make run`: examples/turns imported, maya with a password."""
     with open(os.devnull, "w") as quiet:
         call_command("import_turns", str(settings.BASE_DIR / "examples" / "turns"), create_users=True, stdout=quiet)
-    maya = UserFactory(username="maya")
+    maya = UserFactory.create(username="maya")
     maya.set_password(PASSWORD)
     maya.save()
-    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
+    seed_demo_finance(maya=maya, sam=UserFactory.create(username="sam"))
     return maya
 
 
@@ -113,6 +113,7 @@ def page(browser, live_server, demo):
 def test_sign_in_and_open_each_account_of_the_two_cards_chip(page, live_server):
     # The two cards the first turn cites, as imported from examples/turns.
     first = ChatSession.objects.get(pk=CARD_SESSION).logs.order_by("created_at").first()
+    assert first is not None
     card_ids = [ref["accountId"] for ref in first.inline_citations[0]["target"]["accounts"]]
     assert len(card_ids) == 2
     page.get_by_role("link", name="Card balances").click()
@@ -143,7 +144,7 @@ def test_cited_text_opens_from_the_keyboard_and_closes_with_escape(page, live_se
 
 def _log_with(maya, inline, response="Pay the card first."):
     session = ChatSession.objects.create(user=maya, title="Hostile")
-    return ChatLogFactory(session=session, response=response, citations=[], inline_citations=inline)
+    return ChatLogFactory.create(session=session, response=response, citations=[], inline_citations=inline)
 
 
 def test_a_javascript_url_is_not_a_link_and_a_malformed_target_falls_back(page, live_server, demo):

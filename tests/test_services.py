@@ -82,9 +82,9 @@ def test_turn_case_is_stored_as_expected(case, maya):
 def test_all_turn_cases_share_their_session_in_order(maya):
     for case in TURNS:
         record_turn(case["record"])
-    by_session = {}
+    by_session: dict[uuid.UUID, list[str]] = {}
     for case in TURNS:
-        by_session.setdefault(case["record"]["session"]["id"], []).append(case["record"]["id"])
+        by_session.setdefault(uuid.UUID(case["record"]["session"]["id"]), []).append(case["record"]["id"])
     for session_id, ids in by_session.items():
         stored = list(ChatLog.objects.filter(session_id=session_id).values_list("id", flat=True))
         assert [str(i) for i in stored] == ids

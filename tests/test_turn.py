@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from citations.turn import (
@@ -153,7 +155,7 @@ def test_user_is_not_required_when_the_caller_gives_it():
 
 
 def _record_with(**changes):
-    record = {
+    record: dict[str, Any] = {
         "session": {"id": "11111111-2222-4333-8444-555555555555"},
         "user": "maya",
         "prompt_version": "v5",

@@ -7,6 +7,8 @@ still read a target through a parser that tolerates unknown kinds.
 
 from __future__ import annotations
 
+from typing import Any
+
 _URL = {"type": "string", "format": "uri"}
 _NULLABLE_URL = {"type": "string", "format": "uri", "nullable": True}
 _PROVIDER = {
@@ -15,7 +17,7 @@ _PROVIDER = {
     "nullable": True,
     "description": "For routing only; never shown to end users. Null when the rows did not say.",
 }
-ACCOUNT_REF = {
+ACCOUNT_REF: dict[str, Any] = {
     "type": "object",
     "required": ["accountId", "provider"],
     "properties": {"accountId": {"type": "string", "minLength": 16, "maxLength": 128}, "provider": _PROVIDER},

@@ -34,7 +34,9 @@ class ToolExecutor(Protocol):
     turn's user and returns the docs/citable.md output object, or raises `ToolError`.
     """
 
-    name: str
+    # Read-only: the executors are frozen dataclasses or plain classes.
+    @property
+    def name(self) -> str: ...
 
     def definition(self) -> dict[str, Any]: ...
 
