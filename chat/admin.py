@@ -30,6 +30,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from chat import admin_display
 from chat.backfill import backfill_rows
@@ -234,7 +235,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
 
     # -- list columns ------------------------------------------------------
 
-    def action_checkbox(self, log: ChatLog) -> str:  # type: ignore[override]
+    def action_checkbox(self, log: ChatLog) -> SafeString:
         # Django labels each checkbox with `str(log)`, which reads
         # `user_message`: a deferred column, so one query per row. Same label,
         # from the question head the list already loaded. The HTML is the
@@ -326,16 +327,17 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         # look but not rewrite.
         return request.user.has_perm("chat.change_chatlog")
 
+    # The stubs (django-stubs 6) add Django 6.0's `action_location`; Django 5.2 passes none.
     def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:  # type: ignore[override]
         # Django filters `pk__in=<posted ids>`, which raises on a forged id that
         # is not a UUID (a 500): keep only the ids that can be ours.
         selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
         valid = [value for value in selected if parse_uuid(value) is not None]
         if len(valid) != len(selected):
-            request.POST = request.POST.copy()  # type: ignore[assignment]
-            request.POST.setlist(  # type: ignore[misc]
-                helpers.ACTION_CHECKBOX_NAME, valid
-            )
+            post = request.POST.copy()
+            post.setlist(helpers.ACTION_CHECKBOX_NAME, valid)
+            # Django lets a view replace request.POST; the stubs type it immutable.
+            request.POST = post  # type: ignore[assignment]
         return super().response_action(request, queryset)
 
     @admin.action(description="Recompute targets from sources", permissions=["recompute"])

@@ -89,7 +89,7 @@ class TurnRegistry:
             return NotImplemented
         return self._targets == other._targets
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable (mypy types __hash__ as a method)
 
     def __repr__(self) -> str:
         return f"TurnRegistry({len(self._targets)} sources)"  # no targets: they hold account ids

@@ -128,8 +128,8 @@ def test_only_id_columns_and_source_are_read():
 
 
 def test_a_non_mapping_row_names_no_account():
-    assert account_ref_from_row([("account_id", PLAID_ID)]) is None  # type: ignore[arg-type]
-    assert account_ref_from_row(None) is None  # type: ignore[arg-type]
+    assert account_ref_from_row([("account_id", PLAID_ID)]) is None
+    assert account_ref_from_row(None) is None
 
 
 id_like = st.from_regex(r"[A-Za-z0-9_-]{14,20}", fullmatch=True)
