@@ -1,4 +1,4 @@
-"""Benchmark: `GET /api/chat/sessions/` over real HTTP (uvicorn) against a cheap-SQL floor (SPEC section 10).
+"""Benchmark: `GET /api/chat/sessions/` over real HTTP (uvicorn) against a cheap-SQL floor (docs/api.md).
 
     .venv/bin/python bench/list_sessions.py [--sessions 10000] [--pages 1 150] [--runs 20] [--database-url URL]
 

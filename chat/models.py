@@ -83,7 +83,7 @@ class ChatLog(models.Model):
 
 
 class LiveTurnStatus(models.TextChoices):
-    """Where a live turn is (SPEC section 11): running, stored (`done`) or ended by an `error`."""
+    """Where a live turn is (docs/live.md): running, stored (`done`) or ended by an `error`."""
 
     RUNNING = "running", "running"
     DONE = "done", "done"
@@ -91,7 +91,7 @@ class LiveTurnStatus(models.TextChoices):
 
 
 class LiveTurn(models.Model):
-    """A turn the service runs itself (SPEC section 11), durable across processes.
+    """A turn the service runs itself (docs/live.md), durable across processes.
 
     `id` is the turn id and, once stored, the `ai_chat_logs` row's id, so a
     resumed turn that saves twice is stored once. `checkpoint` is the state
@@ -120,7 +120,7 @@ class LiveTurn(models.Model):
         db_table = "chat_live_turns"
         ordering = ["-created_at"]  # noqa: RUF012
         constraints = [  # noqa: RUF012
-            # One running turn per session (SPEC 11: a second POST is a 409).
+            # One running turn per session (docs/live.md: a second POST is a 409).
             models.UniqueConstraint(
                 fields=["session_id"],
                 condition=models.Q(status="running"),
@@ -134,7 +134,7 @@ class LiveTurn(models.Model):
 
 
 class LiveTurnEvent(models.Model):
-    """One SSE event of a live turn, appended before it is sent (SPEC section 11).
+    """One SSE event of a live turn, appended before it is sent (docs/live.md).
 
     `seq` is the event's `id:` (1, 2, ... within the turn); `data` the JSON
     text sent as `data:`, stored as text so a replay sends it byte for byte.

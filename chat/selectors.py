@@ -73,7 +73,7 @@ class MessageCursor(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class SessionDetail:
-    """A session with what the detail's headers need (SPEC section 10).
+    """A session with what the detail's headers need (docs/api.md).
 
     `message_count` and `last_message_at` (the latest turn's `created_at`)
     feed the ETag; `after` is the position of the message `?after=` named,

@@ -368,7 +368,7 @@ def utf16_length(text: str) -> int:
 
 
 def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
-    """The result URLs of a `web_search_tool_result` content block (SPEC section 6).
+    """The result URLs of a `web_search_tool_result` content block (docs/turns.md#what-a-turn-stores).
 
     Its `content` is a list of `web_search_result` objects (each with a
     `url`), or an error object: that gives no URLs. Non-string or empty URLs
@@ -385,7 +385,10 @@ def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
 
 
 def record_web_search_results(registry: TurnRegistry, block: Mapping[str, Any]) -> None:
-    """Write each result URL of a `web_search_tool_result` block as a `web` target (SPEC section 6)."""
+    """Write each result URL of a `web_search_tool_result` block as a `web` target.
+
+    See docs/turns.md#what-a-turn-stores.
+    """
     for url in web_search_result_urls(block):
         registry.record(url, WebTarget(url))
 
@@ -403,7 +406,7 @@ def citation_source(citation: Mapping[str, Any]) -> str | None:
 def assemble_turn(
     events: Sequence[Event], *, registry_restores: Mapping[int, TurnRegistry] | None = None
 ) -> AssembledTurn:
-    """Replay a turn's events and compute what it stores (SPEC sections 5 and 6).
+    """Replay a turn's events and compute what it stores (docs/registry.md and docs/turns.md#what-a-turn-stores).
 
     Each tool call's citable content is written to one `TurnRegistry`, and so
     is each URL of a `web_search_tool_result` block (as `web`); each citation
@@ -415,7 +418,7 @@ def assemble_turn(
 
     `registry_restores` maps an event index to a registry that replaces the
     replayed one before that event: a live turn resumed from a checkpoint
-    continues with the registry its checkpoint held (SPEC sections 5 and 11).
+    continues with the registry its checkpoint held (docs/registry.md and docs/live.md).
     """
     registry = TurnRegistry()
     steps: list[str] = []
@@ -465,7 +468,7 @@ def assemble_turn(
             offset = position
 
     for kind, count in skipped.items():
-        logger.info("skipped %d citation(s) of type %s (not recorded, SPEC 6)", count, kind)
+        logger.info("skipped %d citation(s) of type %s (not recorded, docs/turns.md#what-a-turn-stores)", count, kind)
     return AssembledTurn(
         response="\n\n".join(steps),
         citations=list(summary.values()),
@@ -478,7 +481,9 @@ def assemble_turn(
 def inline_citation(
     citation: Mapping[str, Any], source: str, start: int, end: int, registry: TurnRegistry
 ) -> dict[str, Any]:
-    """One `inline_citations` entry (SPEC section 6): `{"source", "title", "cited_text", "start", "end", "target"?}`.
+    """One `inline_citations` entry: `{"source", "title", "cited_text", "start", "end", "target"?}`.
+
+    See docs/turns.md#what-a-turn-stores.
 
     `start`/`end` are UTF-16 code units; `target` is present only when the
     registry types `source` now.

@@ -1,4 +1,4 @@
-"""Logging filters that keep user data out of every log handler (SPEC section 9).
+"""Logging filters that keep user data out of every log handler (docs/privacy.md).
 
 `PrivacyFilter` sits on every handler of `settings.LOGGING`, so it sees records
 of every logger, ours, Django's, uvicorn's and any library's, at every level.
@@ -22,7 +22,7 @@ _STATEMENT = re.compile(
 )
 _URLISH = re.compile(r"^(?:[A-Z]+ )?/")
 _QUERY = re.compile(r"\?[^\s\"]*")
-# `/accounts/<segment>`: the pages put an account id in the path (SPEC 9, 14).
+# `/accounts/<segment>`: the pages put an account id in the path (docs/privacy.md and docs/pages.md).
 _ACCOUNT_SEGMENT = re.compile(r"/accounts/[^/\s?\"]+")
 _ACCESS_LOGGERS = ("uvicorn.access", "django.server")
 

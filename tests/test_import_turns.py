@@ -258,7 +258,7 @@ def test_usernames_are_checked_before_a_user_is_created(tmp_path, db, options, m
 
 
 def test_citation_types_not_recorded_are_counted_in_the_summary(tmp_path, maya):
-    # SPEC 6: a char_location citation is not stored, but reported by type.
+    # docs/turns.md#what-a-turn-stores: a char_location citation is not stored, but reported by type.
     record = _record(7)
     citations = record["events"][1]["message"]["content"][0]["citations"]
     citations.append(

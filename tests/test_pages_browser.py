@@ -1,4 +1,4 @@
-"""The pages in a real browser: Playwright driving Debian's chromium against `live_server` (SPEC 14).
+"""The pages in a real browser: Playwright driving Debian's chromium against `live_server` (docs/pages.md).
 
 Skipped, with the reason, only when /usr/bin/chromium is absent. Screenshots
 of the demo session at 375, 1366 and 1920 px go to var/screenshots/.
@@ -177,7 +177,7 @@ def test_a_javascript_url_is_not_a_link_and_a_malformed_target_falls_back(page, 
     assert fallback.count() == 1 and fallback.locator(".chip__label").inner_text() == "Checking"
 
 
-# Inputs on which the server presenter and chips.js must agree (SPEC 14's table and its edges).
+# Inputs on which the server presenter and chips.js must agree (docs/pages.md's table and its edges).
 AGREEMENT_ANSWER = "💳 You owe $10. Checking has $5. Read more at the IRS."
 AGREEMENT_INLINE = [
     {

@@ -1,4 +1,4 @@
-"""The pages through Django's test client: sign-in, scoping, escaping (SPEC sections 9 and 14)."""
+"""The pages through Django's test client: sign-in, scoping, escaping (docs/privacy.md and docs/pages.md)."""
 
 from __future__ import annotations
 
