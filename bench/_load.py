@@ -71,44 +71,12 @@ LOG_COLUMNS = (
 
 
 def copy_logs(conn: psycopg.Connection[Any], rows: Iterable[dict[str, Any]]) -> None:
-    """COPY ai_chat_logs rows (dicts of LOG_COLUMNS; JSON columns as Python values).
-
-    The admin's summary columns are filled when the table has them (they may
-    be dropped by a later migration), computed as the service computes them.
-    """
-    from citations.summary import summarize_citations
-
-    has_summary = (
-        conn.execute(
-            "SELECT 1 FROM information_schema.columns "
-            "WHERE table_name = 'ai_chat_logs' AND column_name = 'citation_count'"
-        ).fetchone()
-        is not None
-    )
-    summary = (
-        "citation_count",
-        "typed_count",
-        "untyped_count",
-        "malformed_count",
-        "target_kinds",
-        "account_ids",
-        "sources",
-    )
-    columns = ", ".join(LOG_COLUMNS + (summary if has_summary else ()))
-    with conn.cursor().copy(f"COPY ai_chat_logs ({columns}) FROM STDIN") as copy:
+    """COPY ai_chat_logs rows (dicts of LOG_COLUMNS; JSON columns as Python values)."""
+    # The admin's summary columns, and `citations.summary.summarize_citations`
+    # that filled them, went in migration 0003: every column left is a LOG_COLUMNS one.
+    with conn.cursor().copy(f"COPY ai_chat_logs ({', '.join(LOG_COLUMNS)}) FROM STDIN") as copy:
         for row in rows:
             values = [row[c] for c in LOG_COLUMNS]
             values[5] = orjson.dumps(values[5]).decode()
             values[6] = orjson.dumps(values[6]).decode()
-            if has_summary:
-                s = summarize_citations(row["citations"], row["inline_citations"])
-                values += [
-                    s.citation_count,
-                    s.typed_count,
-                    s.untyped_count,
-                    s.malformed_count,
-                    s.target_kinds,
-                    s.account_ids,
-                    s.sources,
-                ]
             copy.write_row(values)

@@ -4,6 +4,7 @@ Times are wall-clock seconds from `time.perf_counter`; figures are printed in
 milliseconds. p95 is the nearest-rank percentile (with 20 runs: the 19th
 fastest), so it is always a time that was measured.
 """
+
 from __future__ import annotations
 
 import gc
@@ -45,9 +46,7 @@ def time_once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def time_alternately(
-    timed: dict[str, Callable[[], object]], *, runs: int, warmup: int = 2
-) -> dict[str, Timings]:
+def time_alternately(timed: dict[str, Callable[[], object]], *, runs: int, warmup: int = 2) -> dict[str, Timings]:
     """Time each callable `runs` times, taking turns, after `warmup` untimed rounds.
 
     Taking turns puts every callable under the same machine noise (other

@@ -24,6 +24,7 @@ In one run it
 and prints rows/s for each, the backfill/baseline ratio (goal: at least 0.5)
 and the peak resident memory after each phase (it must not grow with N).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,11 @@ COPY_COLUMNS = (
 )  # fmt: skip
 
 TICKERS = ["AAPL", "MSFT", "NVDA", "brk.b", "VTI", "GOOGL", "tsla", "SPY"]
-LIBRARY = ["silvia://tax-authority/irs/p590a.md", "silvia://credit-card-corpus/chase/sapphire.md", "silvia://mortgage-code/cfr/12/1026.md"]
+LIBRARY = [
+    "silvia://tax-authority/irs/p590a.md",
+    "silvia://credit-card-corpus/chase/sapphire.md",
+    "silvia://mortgage-code/cfr/12/1026.md",
+]
 UNTYPEABLE = [
     "silvia://your-account/checking",
     "silvia://your-account/brokerage",
@@ -62,7 +67,10 @@ UNTYPEABLE = [
     "https://www.reuters.com/markets/us/stocks-rally-2026-11-02/",
     "silvia://search/search_web",
 ]
-WORDS = "the total balance of your account rose fell by percent since last month while fees interest dividends were paid".split()
+_SENTENCE = (
+    "the total balance of your account rose fell by percent since last month while fees interest dividends were paid"
+)
+WORDS = _SENTENCE.split()
 
 
 def _peak_rss_mib() -> float:
@@ -92,7 +100,9 @@ def _source(rng: random.Random, row_kind: str) -> tuple[str, dict[str, Any] | No
         kind = {"tax": "tax_reference", "cre": "card_document", "mor": "mortgage_reference"}[source[9:12]]
         return source, {"kind": kind, "url": None}
     if roll < 0.85 and row_kind == "typed":
-        account_id = "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(37))
+        account_id = "".join(
+            rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(37)
+        )
         return "silvia://your-account/checking", {"kind": "account", "accountId": account_id, "provider": "plaid"}
     return rng.choice(UNTYPEABLE), None
 
@@ -108,7 +118,11 @@ def generate_row(rng: random.Random, *, all_old: bool = False) -> tuple[str, Any
     if roll < 0.002:
         # Lists only: the check constraints (migration 0003) refuse a column that is no array.
         bad = rng.choice([[{"source": "silvia://analysis"}, 1], [None], [[{"source": "silvia://analysis"}]]])
-        return "malformed", bad, [{"source": "silvia://analysis", "title": "Analysis", "cited_text": "x", "start": 0, "end": 1}]
+        return (
+            "malformed",
+            bad,
+            [{"source": "silvia://analysis", "title": "Analysis", "cited_text": "x", "start": 0, "end": 1}],
+        )
     row_kind = "old-typeable" if roll < 0.352 else "old-untypeable" if roll < 0.602 else "typed"
     citations: list[dict[str, Any]] = []
     inline: list[dict[str, Any]] = []
@@ -122,20 +136,29 @@ def generate_row(rng: random.Random, *, all_old: bool = False) -> tuple[str, Any
         for _ in range(rng.randint(1, 2)):
             start = position + rng.randint(0, 80)
             position = start + rng.randint(5, 60)
-            inline.append({**{k: v for k, v in entry.items() if k != "target"}, "start": start, "end": position, **({"target": target} if "target" in entry else {})})
+            inline.append(
+                {
+                    **{k: v for k, v in entry.items() if k != "target"},
+                    "start": start,
+                    "end": position,
+                    **({"target": target} if "target" in entry else {}),
+                }
+            )
     return row_kind, citations, inline
 
 
-def load_rows(url: str, *, rows: int, session_ids: list[uuid.UUID], user_id: int, seed: int, all_old: bool = False) -> int:
+def load_rows(
+    url: str, *, rows: int, session_ids: list[uuid.UUID], user_id: int, seed: int, all_old: bool = False
+) -> int:
     """COPY `rows` generated rows into the scratch table; returns how many the backfill must change."""
     import psycopg
 
     from citations.backfill import backfill_citation_list
 
     rng = random.Random(seed)
-    created = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    created = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     expected_changes = 0
-    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:  # noqa: SIM117 - the COPY reads better as its own block
         with cursor.copy(f"COPY ai_chat_logs ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy:
             for n in range(rows):
                 row_kind, citations, inline = generate_row(rng, all_old=all_old)
@@ -172,17 +195,21 @@ def run_baseline(url: str, *, batch_size: int) -> int:
         while True:
             with conn.transaction():
                 if last is None:
-                    rows = conn.execute("SELECT id, citations, inline_citations FROM ai_chat_logs ORDER BY id LIMIT %s", [batch_size]).fetchall()
+                    rows = conn.execute(
+                        "SELECT id, citations, inline_citations FROM ai_chat_logs ORDER BY id LIMIT %s", [batch_size]
+                    ).fetchall()
                 else:
                     rows = conn.execute(
-                        "SELECT id, citations, inline_citations FROM ai_chat_logs WHERE id > %s ORDER BY id LIMIT %s", [last, batch_size]
+                        "SELECT id, citations, inline_citations FROM ai_chat_logs WHERE id > %s ORDER BY id LIMIT %s",
+                        [last, batch_size],
                     ).fetchall()
                 if not rows:
                     break
-                ids, citations, inline = (list(column) for column in zip(*rows))
+                ids, citations, inline = (list(column) for column in zip(*rows, strict=True))
                 conn.execute(
                     "UPDATE ai_chat_logs AS t SET citations = v.citations, inline_citations = v.inline_citations "
-                    "FROM unnest(%s::uuid[], %s::jsonb[], %s::jsonb[]) AS v(id, citations, inline_citations) WHERE t.id = v.id",
+                    "FROM unnest(%s::uuid[], %s::jsonb[], %s::jsonb[]) AS v(id, citations, inline_citations) "
+                    "WHERE t.id = v.id",
                     [ids, citations, inline],
                 )
             done += len(rows)
@@ -223,13 +250,21 @@ def run(*, rows: int, batch_size: int, database_url: str, all_old: bool = False,
     scratch_name = f"silvia_bench_backfill_{os.getpid()}_{random.randrange(1 << 30)}"
     scratch_url = psycopg.conninfo.make_conninfo(database_url, dbname=scratch_name)
     scratch_dsn = "postgres://{user}@{host}:{port}/{name}".format(
-        user=server.get("user", "postgres"), host=server.get("host", "127.0.0.1"), port=server.get("port", 5432), name=scratch_name
+        user=server.get("user", "postgres"),
+        host=server.get("host", "127.0.0.1"),
+        port=server.get("port", 5432),
+        name=scratch_name,
     )
     if server.get("password"):
         scratch_dsn = scratch_dsn.replace("@", f":{server['password']}@", 1)
     with psycopg.connect(database_url, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch_name)))
-    figures: dict[str, Any] = {"rows": rows, "batch_size": batch_size, "all_old": all_old, "rss_start_mib": _peak_rss_mib()}
+    figures: dict[str, Any] = {
+        "rows": rows,
+        "batch_size": batch_size,
+        "all_old": all_old,
+        "rss_start_mib": _peak_rss_mib(),
+    }
     try:
         _setup_django(scratch_dsn)
         from django.contrib.auth import get_user_model
@@ -244,7 +279,9 @@ def run(*, rows: int, batch_size: int, database_url: str, all_old: bool = False,
         sessions = [ChatSession.objects.using(ALIAS).create(user=user, title=f"bench {n}").id for n in range(50)]
 
         started = time.perf_counter()
-        expected_changes = load_rows(scratch_url, rows=rows, session_ids=sessions, user_id=user.pk, seed=seed, all_old=all_old)
+        expected_changes = load_rows(
+            scratch_url, rows=rows, session_ids=sessions, user_id=user.pk, seed=seed, all_old=all_old
+        )
         figures["load_seconds"] = time.perf_counter() - started
         figures["rss_after_load_mib"] = _peak_rss_mib()
         _vacuum(scratch_url)
@@ -266,7 +303,11 @@ def run(*, rows: int, batch_size: int, database_url: str, all_old: bool = False,
         figures["rerun_seconds"] = time.perf_counter() - started
         figures["rss_after_rerun_mib"] = _peak_rss_mib()
 
-        assert baseline_rows == rows == report.rows_scanned == again.rows_scanned, (baseline_rows, rows, report.rows_scanned)
+        assert baseline_rows == rows == report.rows_scanned == again.rows_scanned, (
+            baseline_rows,
+            rows,
+            report.rows_scanned,
+        )
         assert report.rows_changed == expected_changes, (report.rows_changed, expected_changes)
         assert again.rows_changed == 0
         figures.update(
@@ -283,7 +324,7 @@ def run(*, rows: int, batch_size: int, database_url: str, all_old: bool = False,
             from django.db import connections
 
             connections[ALIAS].close()
-        except Exception:  # noqa: BLE001 - Django may not have been set up
+        except Exception:  # Django may not have been set up
             pass
         with psycopg.connect(database_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch_name)))
@@ -294,15 +335,19 @@ def format_figures(f: dict[str, Any]) -> str:
     met = "met" if f["ratio"] >= GOAL_RATIO else "NOT MET"
     return "\n".join(
         [
-            f"backfill bench: {f['rows']} rows{' (all old: every row changes)' if f['all_old'] else ''}, batch size {f['batch_size']} "
-            f"(loaded by COPY in {f['load_seconds']:.1f}s)",
-            f"  baseline (raw psycopg read + unchanged write): {f['baseline_rate']:>9,.0f} rows/s  ({f['baseline_seconds']:.2f}s)",
-            f"  backfill_citation_targets:                     {f['backfill_rate']:>9,.0f} rows/s  ({f['backfill_seconds']:.2f}s; "
+            f"backfill bench: {f['rows']} rows{' (all old: every row changes)' if f['all_old'] else ''}, "
+            f"batch size {f['batch_size']} (loaded by COPY in {f['load_seconds']:.1f}s)",
+            f"  baseline (raw psycopg read + unchanged write): {f['baseline_rate']:>9,.0f} rows/s  "
+            f"({f['baseline_seconds']:.2f}s)",
+            f"  backfill_citation_targets:                     {f['backfill_rate']:>9,.0f} rows/s  "
+            f"({f['backfill_seconds']:.2f}s; "
             f"{f['changed']} rows changed, {f['typed']} targets added, {f['malformed']} malformed rows skipped)",
-            f"  second run (changes nothing):                  {f['rerun_rate']:>9,.0f} rows/s  ({f['rerun_seconds']:.2f}s)",
+            f"  second run (changes nothing):                  {f['rerun_rate']:>9,.0f} rows/s  "
+            f"({f['rerun_seconds']:.2f}s)",
             f"  ratio backfill/baseline: {f['ratio']:.2f} (goal >= {GOAL_RATIO}: {met})",
             f"  peak RSS MiB: start {f['rss_start_mib']:.0f}, after load {f['rss_after_load_mib']:.0f}, after baseline "
-            f"{f['rss_after_baseline_mib']:.0f}, after backfill {f['rss_after_backfill_mib']:.0f}, after rerun {f['rss_after_rerun_mib']:.0f}",
+            f"{f['rss_after_baseline_mib']:.0f}, after backfill {f['rss_after_backfill_mib']:.0f}, "
+            f"after rerun {f['rss_after_rerun_mib']:.0f}",
         ]
     )
 
@@ -311,8 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000, help="rows to generate (default 100000; try 1000000)")
     parser.add_argument("--batch-size", type=int, default=1000, help="rows per batch for both passes (default 1000)")
-    parser.add_argument("--all-old", action="store_true", help="worst case: every row is an old row the backfill changes")
-    parser.add_argument("--database-url", help=f"a PostgreSQL server to create the scratch database on (default DATABASE_URL, else {DEFAULT_URL})")
+    parser.add_argument(
+        "--all-old", action="store_true", help="worst case: every row is an old row the backfill changes"
+    )
+    parser.add_argument(
+        "--database-url",
+        help=f"a PostgreSQL server to create the scratch database on (default DATABASE_URL, else {DEFAULT_URL})",
+    )
     args = parser.parse_args(argv)
     if args.rows < 1 or args.batch_size < 1:
         parser.error("--rows and --batch-size must be positive")

@@ -24,6 +24,7 @@ For each N it prints median and p95 (`--runs`, default 20; derive + texts
 the time per row, which stays flat as N grows when the cost is linear.
 No database and no Django settings are needed beyond `django.setup()`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,13 +49,24 @@ COLUMNS = (
 )  # fmt: skip
 ID_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789"
 MERCHANTS = ["Whole Foods", "Shell", "Amazon", "Delta Air Lines", "Starbucks", "Costco", "Uber", "Netflix", None]
-CATEGORIES = [("FOOD_AND_DRINK", "GROCERIES"), ("TRANSPORTATION", "GAS"), ("GENERAL_MERCHANDISE", "ONLINE"), ("TRAVEL", "FLIGHTS"), ("ENTERTAINMENT", "STREAMING")]
+CATEGORIES = [
+    ("FOOD_AND_DRINK", "GROCERIES"),
+    ("TRANSPORTATION", "GAS"),
+    ("GENERAL_MERCHANDISE", "ONLINE"),
+    ("TRAVEL", "FLIGHTS"),
+    ("ENTERTAINMENT", "STREAMING"),
+]
 CITIES = ["Austin", "Denver", "Brooklyn", "São Paulo", None]
 
 
 def make_accounts(rng: random.Random) -> list[tuple[str, str, str, str, str]]:
     """50 (name, source_account_id, source, type, subtype); two share the label "Credit card"."""
-    kinds = [("depository", "checking"), ("depository", "savings"), ("credit", "credit card"), ("investment", "brokerage")]
+    kinds = [
+        ("depository", "checking"),
+        ("depository", "savings"),
+        ("credit", "credit card"),
+        ("investment", "brokerage"),
+    ]
     accounts = []
     for n in range(ACCOUNT_COUNT):
         account_type, subtype = kinds[n % len(kinds)]
@@ -84,7 +96,9 @@ def make_output(rows: int, seed: int = 7) -> dict[str, Any]:
                 "account_type": account_type,
                 "account_subtype": subtype,
                 "date": f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}",
-                "authorized_date": None if rng.random() < 0.3 else f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}",
+                "authorized_date": None
+                if rng.random() < 0.3
+                else f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}",
                 "amount": round(rng.uniform(-2500, 4000), 2),
                 "iso_currency_code": "USD",
                 "merchant_name": rng.choice(MERCHANTS),
@@ -159,7 +173,9 @@ def format_figures(f: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000], help="row counts (default: 10000 100000)")
+    parser.add_argument(
+        "--rows", type=int, nargs="+", default=[10_000, 100_000], help="row counts (default: 10000 100000)"
+    )
     parser.add_argument("--runs", type=int, default=20, help="timed runs of baseline and derive (default 20)")
     parser.add_argument("--texts-runs", type=int, default=5, help="timed runs of derive + texts (default 5)")
     args = parser.parse_args(argv)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import random
 import sys
 import uuid
@@ -288,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 runs = max(5, min(args.runs, 200_000 // size))
                 t = time_alternately(
-                    {"product": lambda u=url: p.get(u), "floor": lambda u=floor_url: f.get(u)}, runs=runs, warmup=1
+                    {"product": functools.partial(p.get, url), "floor": functools.partial(f.get, floor_url)},
+                    runs=runs,
+                    warmup=1,
                 )
                 print(
                     f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, "

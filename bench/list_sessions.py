@@ -1,4 +1,4 @@
-"""Benchmark: `GET /api/chat/sessions/` over real HTTP (uvicorn) against a cheap-SQL floor (SPEC section 10).
+"""Benchmark: `GET /api/chat/sessions/` over real HTTP (uvicorn) against a cheap-SQL floor (docs/api.md).
 
     .venv/bin/python bench/list_sessions.py [--sessions 10000] [--pages 1 150] [--runs 20] [--database-url URL]
 
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import random
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             p, f = product.client(auth), floor.client(auth)
             pe = product.client({"Authorization": f"Token {empty_key}"})
             fe = floor.client({"Authorization": f"Token {empty_key}"})
-            timed = {
+            timed: dict[str, Callable[[], object]] = {
                 "product empty": lambda: pe.get("/api/chat/sessions/"),
                 "floor empty": lambda: fe.get("/list?page=1"),
             }
@@ -124,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                 assert mine["count"] == theirs["count"] and mine["results"] == theirs["results"], (
                     f"page {page}: bodies differ"
                 )
-                timed[f"product page {page}"] = lambda q=query: p.get(f"/api/chat/sessions/{q}")
-                timed[f"floor page {page}"] = lambda n=page: f.get(f"/list?page={n}")
+                timed[f"product page {page}"] = functools.partial(p.get, f"/api/chat/sessions/{query}")
+                timed[f"floor page {page}"] = functools.partial(f.get, f"/list?page={page}")
             t = time_alternately(timed, runs=args.runs, warmup=3)
     print(
         f"list_sessions bench, PostgreSQL over HTTP (uvicorn, 1 worker): caller has {args.sessions} sessions, "

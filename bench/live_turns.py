@@ -238,6 +238,7 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_b1", "content": "x"}]},
             ]
             received: list[float] = []
+            # Plain dicts, as the service sends them; the SDK types want its TypedDicts.
             with client.messages.stream(model="m", max_tokens=10, messages=messages) as stream:  # type: ignore[arg-type]
                 for event in stream:
                     if event.type == "message_start":

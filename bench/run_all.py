@@ -114,8 +114,19 @@ def main(argv: list[str] | None = None) -> int:
         results.append(
             _run(
                 "sql_tool: execute_sql isolated execution vs the same SELECT run directly",
-                ["bench/sql_tool.py", "--backend", "both" if reason is None else "sqlite",
-                 "--rows", "10", "1000", "10000", "--runs", "5", "--database-url", server_url],
+                [
+                    "bench/sql_tool.py",
+                    "--backend",
+                    "both" if reason is None else "sqlite",
+                    "--rows",
+                    "10",
+                    "1000",
+                    "10000",
+                    "--runs",
+                    "5",
+                    "--database-url",
+                    server_url,
+                ],
             )
         )
     admin_title = "admin: the log list, first pages, vs a raw first page"

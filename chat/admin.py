@@ -17,7 +17,7 @@ from `chat.admin_display` (format_html only).
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -30,6 +30,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from chat import admin_display
 from chat.backfill import backfill_rows
@@ -38,6 +39,9 @@ from chat.models import ChatLog, ChatSession
 from chat.selectors import chat_logs_with_citation_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.turn import parse_uuid
+
+if TYPE_CHECKING:
+    from chat.selectors import ChatLogWithCounts
 
 #: Columns the log changelist never loads: the JSON and the long texts. The
 #: list shows counts the database computes from the JSON and a short head of the question.
@@ -231,7 +235,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
 
     # -- list columns ------------------------------------------------------
 
-    def action_checkbox(self, log: ChatLog) -> str:  # type: ignore[override]
+    def action_checkbox(self, log: ChatLog) -> SafeString:
         # Django labels each checkbox with `str(log)`, which reads
         # `user_message`: a deferred column, so one query per row. Same label,
         # from the question head the list already loaded. The HTML is the
@@ -260,20 +264,20 @@ class ChatLogAdmin(_ReadOnlyAdmin):
     # Counts over `citations` (the turn's summary list), computed by the
     # database in `ChatLogChangeList.get_queryset`: no JSON is loaded.
     @admin.display(description="citations", ordering="citation_total")
-    def citations_column(self, log: ChatLog) -> int:
-        return log.citation_total  # type: ignore[attr-defined]
+    def citations_column(self, log: ChatLogWithCounts) -> int:
+        return log.citation_total
 
     @admin.display(description="typed", ordering="typed_total")
-    def typed_column(self, log: ChatLog) -> int:
-        return log.typed_total  # type: ignore[attr-defined]
+    def typed_column(self, log: ChatLogWithCounts) -> int:
+        return log.typed_total
 
     @admin.display(description="untyped", ordering="untyped_total")
-    def untyped_column(self, log: ChatLog) -> int:
-        return log.untyped_total  # type: ignore[attr-defined]
+    def untyped_column(self, log: ChatLogWithCounts) -> int:
+        return log.untyped_total
 
     @admin.display(description="malformed", ordering="malformed_total")
-    def malformed_column(self, log: ChatLog) -> int:
-        return log.malformed_total  # type: ignore[attr-defined]
+    def malformed_column(self, log: ChatLogWithCounts) -> int:
+        return log.malformed_total
 
     @admin.display(description="session", ordering="session__title")
     def session_link(self, log: ChatLog) -> str:
@@ -323,16 +327,17 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         # look but not rewrite.
         return request.user.has_perm("chat.change_chatlog")
 
+    # The stubs (django-stubs 6) add Django 6.0's `action_location`; Django 5.2 passes none.
     def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:  # type: ignore[override]
         # Django filters `pk__in=<posted ids>`, which raises on a forged id that
         # is not a UUID (a 500): keep only the ids that can be ours.
         selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
         valid = [value for value in selected if parse_uuid(value) is not None]
         if len(valid) != len(selected):
-            request.POST = request.POST.copy()  # type: ignore[assignment]
-            request.POST.setlist(  # type: ignore[misc]
-                helpers.ACTION_CHECKBOX_NAME, valid
-            )
+            post = request.POST.copy()
+            post.setlist(helpers.ACTION_CHECKBOX_NAME, valid)
+            # Django lets a view replace request.POST; the stubs type it immutable.
+            request.POST = post  # type: ignore[assignment]
         return super().response_action(request, queryset)
 
     @admin.action(description="Recompute targets from sources", permissions=["recompute"])
@@ -396,5 +401,6 @@ class ChatSessionAdmin(_ReadOnlyAdmin):
     def logs_link(self, session: ChatSession) -> str:
         url = reverse("admin:chat_chatlog_changelist")
         return format_html('<a href="{}?session__exact={}">{} turn(s) →</a>', url, session.pk, session.logs.count())
+
 
 from chat import admin_live  # noqa: E402,F401  live turns' admin (issue 10)

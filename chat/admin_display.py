@@ -9,6 +9,7 @@ shown as it is, odd parts labelled, never hidden.
 Staff pages only: the account `provider` is shown here (docs/privacy.md
 keeps it from end users, not from staff).
 """
+
 from __future__ import annotations
 
 import json
@@ -58,7 +59,9 @@ _BADGE_COLOURS: dict[str, str] = {
     UNTYPED: "#6b7280",
     MALFORMED: "#b91c1c",
 }
-_BADGE_STYLE = "display:inline-block;padding:1px 6px;border-radius:8px;color:#fff;background:{};font-size:11px;white-space:nowrap"
+_BADGE_STYLE = (
+    "display:inline-block;padding:1px 6px;border-radius:8px;color:#fff;background:{};font-size:11px;white-space:nowrap"
+)
 _NOTE_STYLE = "color:#b91c1c;font-style:italic"
 _EMPTY = mark_safe('<span style="color:#6b7280">—</span>')  # constant markup, no data
 # A link is made only for an absolute http(s) URL; `javascript:`, `data:` and
@@ -68,7 +71,9 @@ _HTTP_URL = re.compile(r"https?://\S+", re.IGNORECASE)
 
 def _note(text: str, *args: Any) -> SafeString:
     """A labelled oddity ("not a list", "out of range"), escaped."""
-    return format_html('<span class="citation-note" style="{}">{}</span>', _NOTE_STYLE, text.format(*args) if args else text)
+    return format_html(
+        '<span class="citation-note" style="{}">{}</span>', _NOTE_STYLE, text.format(*args) if args else text
+    )
 
 
 def _compact_json(value: Any) -> str:
@@ -122,19 +127,27 @@ def target_details(entry: Any) -> SafeString:
         label = "not a citation object" if not isinstance(entry, dict) else "target cannot be read"
         return format_html("{}<br><code>{}</code>", _note(label), _compact_json(raw))
     if isinstance(target, AccountTarget):
-        return format_html("{}{}", _field("account id", format_html("<code>{}</code>", target.account_id)), _field("provider", _provider(target.provider)))
+        return format_html(
+            "{}{}",
+            _field("account id", format_html("<code>{}</code>", target.account_id)),
+            _field("provider", _provider(target.provider)),
+        )
     if isinstance(target, AccountsTarget):
         rows = format_html_join(
             "",
             "<li><code>{}</code> ({})</li>",
             ((ref.account_id, _provider(ref.provider)) for ref in target.accounts),
         )
-        return format_html("<strong>{} accounts</strong><ol style=\"margin:0;padding-left:1.5em\">{}</ol>", len(target.accounts), rows)
+        return format_html(
+            '<strong>{} accounts</strong><ol style="margin:0;padding-left:1.5em">{}</ol>', len(target.accounts), rows
+        )
     if isinstance(target, MarketDataTarget):
         return _field("ticker", format_html("<code>{}</code>", target.ticker))
     if hasattr(target, "url"):  # web and the three library kinds
-        url = target.url  # type: ignore[attr-defined]
-        return _field("url", safe_link(url) if url is not None else format_html("<em>{}</em>", "none (corpus document)"))
+        url = target.url
+        return _field(
+            "url", safe_link(url) if url is not None else format_html("<em>{}</em>", "none (corpus document)")
+        )
     return _EMPTY  # analysis, portfolio: the kind says it all
 
 
@@ -227,10 +240,7 @@ def _not_a_list(column: Any) -> SafeString | None:
     return format_html("{} <code>{}</code>", _note("stored value is {}, not a list:", what), _compact_json(column))
 
 
-_TABLE = (
-    '<table class="citation-table" style="width:100%">'
-    "<thead><tr>{}</tr></thead><tbody>{}</tbody></table>"
-)
+_TABLE = '<table class="citation-table" style="width:100%"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
 
 
 def _head(labels: Sequence[str]) -> SafeString:
@@ -273,7 +283,10 @@ def _table(labels: Sequence[str], rows: list[list[SafeString]], empty: str) -> S
     body = format_html_join(
         "",
         "<tr>{}</tr>",
-        ((format_html_join("", '<td style="vertical-align:top">{}</td>', ((cell,) for cell in cells)),) for cells in rows),
+        (
+            (format_html_join("", '<td style="vertical-align:top">{}</td>', ((cell,) for cell in cells)),)
+            for cells in rows
+        ),
     )
     return format_html(_TABLE, _head(labels), body)
 
@@ -304,10 +317,7 @@ def inline_citations_table(column: Any, answer: Any) -> SafeString:
     rows = []
     for number, entry in enumerate(column, 1):
         cells = _row_cells(number, entry)
-        if isinstance(entry, dict):
-            span = span_cell(answer, entry.get("start"), entry.get("end"))
-        else:
-            span = _note("no span")
+        span = span_cell(answer, entry.get("start"), entry.get("end")) if isinstance(entry, dict) else _note("no span")
         rows.append([*cells[:2], span, *cells[2:]])
     labels = (*_LABELS[:2], "span of the answer", *_LABELS[2:])
     return _table(labels, rows, "no inline citations")

@@ -38,6 +38,7 @@ Each batch commits on its own, and the rule is idempotent, so a run stopped
 at any point and started again (from the beginning, or `after` the last
 reported id) finishes the job.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Model
+from django.db.models import Field, JSONField, Model
 
 from citations.backfill import CitationListBackfill, backfill_citation_list
 
@@ -116,8 +117,15 @@ class _RowPlan:
     inline_citations: CitationListBackfill | None = None
 
     @property
+    def lists(self) -> tuple[CitationListBackfill, CitationListBackfill]:
+        """Both columns' results; only a row that is not malformed has them."""
+        if self.citations is None or self.inline_citations is None:
+            raise ValueError(f"a malformed row has no citation lists: {self.malformed}")
+        return self.citations, self.inline_citations
+
+    @property
     def changed(self) -> bool:
-        return self.malformed is None and (self.citations.changed or self.inline_citations.changed)  # type: ignore[union-attr]
+        return self.malformed is None and any(result.changed for result in self.lists)
 
 
 def backfill_citation_targets(
@@ -211,7 +219,9 @@ def _uuid_or_none(value: uuid.UUID | str) -> uuid.UUID | None:
         return None
 
 
-def count_rows_to_scan(*, model: type[Model], after: uuid.UUID | str | None = None, using: str = DEFAULT_DB_ALIAS) -> int:
+def count_rows_to_scan(
+    *, model: type[Model], after: uuid.UUID | str | None = None, using: str = DEFAULT_DB_ALIAS
+) -> int:
     """The number of rows a run starting `after` that id would scan (for progress bars).
 
     Raises `ValueError` for an `after` that is not a UUID.
@@ -249,16 +259,16 @@ def _run_batch(table: _Table, scanned: list[tuple[Any, Any, Any]], report: Backf
             report.malformed.append(MalformedRow(table.text_id(row_id), plan.malformed))
             continue
         report.rows_changed += plan.changed
-        for result in (plan.citations, plan.inline_citations):
-            report.typed.update(result.typed)  # type: ignore[union-attr]
-            report.already_typed += result.already_typed  # type: ignore[union-attr]
-            report.left_untyped += result.left_untyped  # type: ignore[union-attr]
+        for result in plan.lists:
+            report.typed.update(result.typed)
+            report.already_typed += result.already_typed
+            report.left_untyped += result.left_untyped
 
 
 def _plan_row(table: _Table, citations: Any, inline_citations: Any) -> _RowPlan:
     """Decode and backfill both columns of one row, or say why it is malformed."""
     results = []
-    for name, raw in zip(JSON_FIELDS, (citations, inline_citations)):
+    for name, raw in zip(JSON_FIELDS, (citations, inline_citations), strict=True):
         value = table.decode(name, raw)
         result = backfill_citation_list(value)
         if result is None:
@@ -282,19 +292,35 @@ def _describe_malformed(value: Any) -> str:
     return f"is {'an object' if isinstance(value, dict) else 'a ' + type(value).__name__}"
 
 
+def _json_field(model: type[Model], name: str) -> JSONField[Any, Any]:
+    field = model._meta.get_field(name)
+    if not isinstance(field, JSONField):
+        raise TypeError(f"{model.__name__}.{name} is not a JSONField")
+    return field
+
+
+def _column(field: Field[Any, Any]) -> str:
+    if field.column is None:
+        raise TypeError(f"{field.name} has no column")
+    return field.column
+
+
 class _Table:
     """The SQL of one model's table on one connection (PostgreSQL or SQLite)."""
 
     def __init__(self, model: type[Model], alias: str) -> None:
         self.alias = alias
         self.connection = connections[alias]
-        self.pk = model._meta.pk
-        self.json_fields = {name: model._meta.get_field(name) for name in JSON_FIELDS}
-        self.written = [self.pk, *self.json_fields.values()]
+        pk = model._meta.pk
+        if pk is None:
+            raise TypeError(f"{model.__name__} has no primary key")
+        self.pk: Field[Any, Any] = pk
+        self.json_fields = {name: _json_field(model, name) for name in JSON_FIELDS}
+        self.written: list[Field[Any, Any]] = [self.pk, *self.json_fields.values()]
         qn = self.connection.ops.quote_name
         self.table = qn(model._meta.db_table)
-        self.pk_column = qn(self.pk.column)
-        self.columns = ", ".join(qn(f.column) for f in (self.pk, *self.json_fields.values()))
+        self.pk_column = qn(_column(self.pk))
+        self.columns = ", ".join(qn(_column(f)) for f in self.written)
         self.is_postgresql = self.connection.vendor == "postgresql"
 
     # ids: the database's representation (UUID on PostgreSQL, 32 hex digits on SQLite)
@@ -325,12 +351,13 @@ class _Table:
     def count(self, after: Any) -> int:
         where, params = self._after(after)
         with self.connection.cursor() as cursor:
-            cursor.execute(f"SELECT COUNT(*) FROM {self.table}{where}", params)
+            # S608: table and columns are quote_name()d model metadata; values are parameters.
+            cursor.execute(f"SELECT COUNT(*) FROM {self.table}{where}", params)  # noqa: S608
             return cursor.fetchone()[0]
 
     def scan(self, after: Any, limit: int) -> list[tuple[Any, Any, Any]]:
         where, params = self._after(after)
-        sql = f"SELECT {self.columns} FROM {self.table}{where} ORDER BY {self.pk_column} LIMIT %s"
+        sql = f"SELECT {self.columns} FROM {self.table}{where} ORDER BY {self.pk_column} LIMIT %s"  # noqa: S608 - as count()
         with self.connection.cursor() as cursor:
             cursor.execute(sql, [*params, limit])
             return cursor.fetchall()
@@ -345,19 +372,25 @@ class _Table:
     def read(self, ids: Sequence[Any], *, lock: bool = False) -> list[tuple[Any, Any, Any]]:
         """These rows as stored now, in id order (locked `FOR UPDATE` with `lock`)."""
         # Id order: concurrent backfills take their locks in the same order.
-        lock_sql = " " + self.connection.ops.for_update_sql() if lock and self.connection.features.has_select_for_update else ""
+        lock_sql = (
+            " " + self.connection.ops.for_update_sql()
+            if lock and self.connection.features.has_select_for_update
+            else ""
+        )
         rows: list[tuple[Any, Any, Any]] = []
         with self.connection.cursor() as cursor:
             if self.is_postgresql:
                 cursor.execute(
-                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} = ANY(%s) ORDER BY {self.pk_column}{lock_sql}",
+                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} = ANY(%s) "  # noqa: S608 - as count()
+                    f"ORDER BY {self.pk_column}{lock_sql}",
                     [list(ids)],
                 )
                 return cursor.fetchall()
             for chunk in _chunks(ids, self._max_params()):
                 placeholders = ", ".join(["%s"] * len(chunk))
                 cursor.execute(
-                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} IN ({placeholders}) ORDER BY {self.pk_column}{lock_sql}",
+                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} IN ({placeholders}) "  # noqa: S608 - as count()
+                    f"ORDER BY {self.pk_column}{lock_sql}",
                     list(chunk),
                 )
                 rows.extend(cursor.fetchall())
@@ -369,9 +402,8 @@ class _Table:
             return
         rows = []
         for row_id, plan in plans:
-            citations = plan.citations.value  # type: ignore[union-attr]
-            inline_citations = plan.inline_citations.value  # type: ignore[union-attr]
-            rows.append((row_id, citations, inline_citations))
+            citations, inline_citations = plan.lists
+            rows.append((row_id, citations.value, inline_citations.value))
         if self.is_postgresql:
             self._write_postgresql(rows)
         else:
@@ -383,14 +415,15 @@ class _Table:
         # batch size. (Arrays per column, `unnest(%s::jsonb[], ...)`, measured
         # 2.5x slower: psycopg quotes array elements in Python when binding
         # client-side, as Django does.)
-        names = [f.column for f in self.written]
-        batch = [dict(zip(names, (str(row[0]), *row[1:]))) for row in rows]
+        names = [_column(f) for f in self.written]
+        batch = [dict(zip(names, (str(row[0]), *row[1:]), strict=True)) for row in rows]
         qn = self.connection.ops.quote_name
-        definitions = ", ".join(f"{qn(f.column)} {f.cast_db_type(self.connection)}" for f in self.written)
+        definitions = ", ".join(f"{qn(_column(f))} {f.cast_db_type(self.connection)}" for f in self.written)
         assignments = ", ".join(f"{qn(name)} = v.{qn(name)}" for name in names[1:])
         with self.connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {self.table} SET {assignments} FROM jsonb_to_recordset(%s::jsonb) AS v({definitions}) "
+                f"UPDATE {self.table} SET {assignments} "  # noqa: S608 - as count(); the batch is one parameter
+                f"FROM jsonb_to_recordset(%s::jsonb) AS v({definitions}) "
                 f"WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
                 [json.dumps(batch, cls=self.json_fields["citations"].encoder)],
             )
@@ -399,15 +432,19 @@ class _Table:
         # UPDATE ... FROM a VALUES list: one statement per batch unless the
         # batch has more values than SQLite takes parameters.
         qn = self.connection.ops.quote_name
-        columns = [qn(f.column) for f in self.written]
+        columns = [qn(_column(f)) for f in self.written]
         assignments = ", ".join(f"{c} = v.{c}" for c in columns[1:])
         row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        encoded = [(row[0], self.encode("citations", row[1]), self.encode("inline_citations", row[2]), *row[3:]) for row in rows]
+        encoded = [
+            (row[0], self.encode("citations", row[1]), self.encode("inline_citations", row[2]), *row[3:])
+            for row in rows
+        ]
         with self.connection.cursor() as cursor:
             for chunk in _chunks(encoded, max(1, self._max_params() // len(columns))):
                 cursor.execute(
-                    f"WITH v({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(chunk))}) "
-                    f"UPDATE {self.table} SET {assignments} FROM v WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
+                    f"WITH v({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(chunk))}) "  # noqa: S608 - as count()
+                    f"UPDATE {self.table} SET {assignments} FROM v "
+                    f"WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
                     [value for row in chunk for value in row],
                 )
 

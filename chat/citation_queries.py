@@ -1,4 +1,6 @@
-"""Django expressions asking a row's citation JSON itself (issue 12; SPEC sections 2 and 6).
+"""Django expressions asking a row's citation JSON itself.
+
+Issue 12; docs/targets.md#wire-format and docs/turns.md#what-a-turn-stores.
 
 Every admin count, filter and search reads `citations`/`inline_citations` as
 stored, whoever wrote the row (the service, the backfill, the ORM, raw SQL),
@@ -71,6 +73,8 @@ class _JsonFunc(Func):
             params.extend(column_params)
         return sqls, params
 
+    # Dispatched per vendor (as_postgresql/as_sqlite); narrower than Func.as_sql's
+    # function/template/arg_joiner parameters, which this expression never takes.
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:  # type: ignore[override]
         raise NotSupportedError(f"{type(self).__name__} runs on PostgreSQL and SQLite only, not {connection.vendor}")
 

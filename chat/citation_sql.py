@@ -1,6 +1,6 @@
 """The citation states of `citations.summary.classify_citation`, as SQL for each database.
 
-One table of rules (`_RULES`, SPEC section 2, the same as
+One table of rules (`_RULES`, docs/targets.md#wire-format, the same as
 `parse_citation_target`) gives two spellings: a PostgreSQL jsonpath in lax
 mode, with a `.type()` guard at every level so that lax mode never unwraps
 an array nor compares across types (a GIN `jsonb_path_ops` index answers

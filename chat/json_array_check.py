@@ -25,6 +25,8 @@ class JsonTypeIsArray(Func):
     def deconstruct(self) -> Any:
         return ("chat.json_array_check.JsonTypeIsArray", (self.column,), {})
 
+    # Only a refusal: the per-vendor as_postgresql/as_sqlite do the work (the
+    # stubs' signature adds parameters this check never takes).
     def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:  # type: ignore[override]
         raise NotSupportedError(f"JsonTypeIsArray runs on PostgreSQL and SQLite only, not {connection.vendor}")
 

@@ -83,7 +83,7 @@ class ChatLog(models.Model):
 
 
 class LiveTurnStatus(models.TextChoices):
-    """Where a live turn is (SPEC section 11): running, stored (`done`) or ended by an `error`."""
+    """Where a live turn is (docs/live.md): running, stored (`done`) or ended by an `error`."""
 
     RUNNING = "running", "running"
     DONE = "done", "done"
@@ -91,7 +91,7 @@ class LiveTurnStatus(models.TextChoices):
 
 
 class LiveTurn(models.Model):
-    """A turn the service runs itself (SPEC section 11), durable across processes.
+    """A turn the service runs itself (docs/live.md), durable across processes.
 
     `id` is the turn id and, once stored, the `ai_chat_logs` row's id, so a
     resumed turn that saves twice is stored once. `checkpoint` is the state
@@ -118,23 +118,23 @@ class LiveTurn(models.Model):
 
     class Meta:
         db_table = "chat_live_turns"
-        ordering = ["-created_at"]
-        constraints = [
-            # One running turn per session (SPEC 11: a second POST is a 409).
+        ordering = ["-created_at"]  # noqa: RUF012
+        constraints = [  # noqa: RUF012
+            # One running turn per session (docs/live.md: a second POST is a 409).
             models.UniqueConstraint(
                 fields=["session_id"],
                 condition=models.Q(status="running"),
                 name="chat_live_turns_one_running_per_session",
             ),
         ]
-        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_live_turns_status_hb")]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_live_turns_status_hb")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return f"turn {self.id} ({self.status})"
 
 
 class LiveTurnEvent(models.Model):
-    """One SSE event of a live turn, appended before it is sent (SPEC section 11).
+    """One SSE event of a live turn, appended before it is sent (docs/live.md).
 
     `seq` is the event's `id:` (1, 2, ... within the turn); `data` the JSON
     text sent as `data:`, stored as text so a replay sends it byte for byte.
@@ -147,8 +147,8 @@ class LiveTurnEvent(models.Model):
 
     class Meta:
         db_table = "chat_live_turn_events"
-        ordering = ["turn", "seq"]
-        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]
+        ordering = ["turn", "seq"]  # noqa: RUF012
+        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]  # noqa: RUF012
 
     def __str__(self) -> str:
         return f"{self.turn_id}#{self.seq} {self.event}"

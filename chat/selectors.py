@@ -7,7 +7,7 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, DateTimeField, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField, Value
@@ -73,7 +73,7 @@ class MessageCursor(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class SessionDetail:
-    """A session with what the detail's headers need (SPEC section 10).
+    """A session with what the detail's headers need (docs/api.md).
 
     `message_count` and `last_message_at` (the latest turn's `created_at`)
     feed the ETag; `after` is the position of the message `?after=` named,
@@ -135,7 +135,23 @@ def session_message_rows(
     return rows.order_by("created_at", "id").values_list(*columns)
 
 
-def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLog]:
+class CitationCounts(TypedDict):
+    """The annotations `chat_logs_with_citation_counts` adds."""
+
+    citation_total: int
+    typed_total: int
+    untyped_total: int
+    malformed_total: int
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    #: A log read through `chat_logs_with_citation_counts` (for type checks only).
+    ChatLogWithCounts = WithAnnotations[ChatLog, CitationCounts]
+
+
+def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLogWithCounts]:
     """`queryset` (default: every log) annotated with counts over `citations`, computed by the database.
 
     `citation_total` (entries), `typed_total`, `untyped_total` and

@@ -165,7 +165,11 @@ def save_turn(
     limits = TurnLimits.from_settings()
     _check_limits(record, limits)
     turn = parse_turn_record(record, user_given=user is not None)
-    owner = user if user is not None else _resolve_user(turn.user)  # type: ignore[arg-type]
+    if user is None:
+        assert turn.user is not None  # parse_turn_record requires `user` when none is given
+        owner = _resolve_user(turn.user)
+    else:
+        owner = user
     prepared = _prepare(turn, owner, limits, registry_restores)
     with transaction.atomic():
         [outcome] = write_turns([prepared.row])
@@ -210,6 +214,7 @@ def import_user(username: str, *, create: bool, where: str) -> AbstractBaseUser:
         raise TurnRecordError(where, f"cannot create user {username!r}: {' '.join(error.messages)}") from None
     # get_or_create re-reads on a unique violation: a parallel import that
     # created the same name first is no refusal.
+    # The field's name is only known at run time; the stubs check keywords by name.
     user, _ = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})  # type: ignore[arg-type]
     return user
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TypeGuard
 
-from citations.targets import PROVIDERS, AccountRef, Provider
+from citations.targets import AccountRef, Provider, is_provider
 
 __all__ = ["ACCOUNT_ID_COLUMNS", "account_ref_from_row", "is_account_id"]
 
@@ -36,7 +37,7 @@ _FALLBACK_COLUMNS: tuple[tuple[str, Provider | None], ...] = (
 )
 
 
-def is_account_id(value: object) -> bool:
+def is_account_id(value: object) -> TypeGuard[str]:
     """Whether `value` can be an account id (docs/accounts.md).
 
     True only for a `str` of 16 to 128 characters, each an ASCII letter,
@@ -46,7 +47,7 @@ def is_account_id(value: object) -> bool:
     return isinstance(value, str) and _ACCOUNT_ID.fullmatch(value) is not None
 
 
-def account_ref_from_row(row: Mapping[str, object]) -> AccountRef | None:
+def account_ref_from_row(row: object) -> AccountRef | None:
     """The account a SQL row names, or `None` (docs/accounts.md).
 
     Tried in order, a key that is absent or holds no valid id passing to the
@@ -69,13 +70,13 @@ def account_ref_from_row(row: Mapping[str, object]) -> AccountRef | None:
     if is_account_id(value):
         source = row.get("source")
         if source is None:
-            return AccountRef(value, None)  # type: ignore[arg-type]
-        # Type check first: an unhashable `source` would make `in` raise.
-        if isinstance(source, str) and source in PROVIDERS:
-            return AccountRef(value, source)  # type: ignore[arg-type]
+            return AccountRef(value, None)
+        # is_provider checks the type first: an unhashable `source` would make `in` raise.
+        if is_provider(source):
+            return AccountRef(value, source)
         return None
     for column, provider in _FALLBACK_COLUMNS:
         value = row.get(column)
         if is_account_id(value):
-            return AccountRef(value, provider)  # type: ignore[arg-type]
+            return AccountRef(value, provider)
     return None

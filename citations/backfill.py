@@ -47,7 +47,7 @@ def target_for_source(source: object) -> CitationTarget | None:
         return None if ticker is None else MarketDataTarget(ticker)
     for prefix, kind in LIBRARY_SOURCE_PREFIXES.items():
         if source.startswith(prefix) and len(source) > len(prefix):
-            return kind(None)  # type: ignore[call-arg]
+            return kind(None)
     return None
 
 

@@ -8,6 +8,7 @@ The output is what `citations.citable.to_citable_content` reads for these tools:
 
 Pure Python file I/O: no Django import, the root is passed in.
 """
+
 from __future__ import annotations
 
 import json
@@ -102,7 +103,9 @@ def read_corpus_document(tool_name: str, path: str, *, root: Path) -> CorpusDocu
     try:
         folder_name = CORPUS_FOLDERS[tool_name]
     except KeyError:
-        raise ValueError(f"unknown corpus reader tool {tool_name!r}; expected one of {sorted(CORPUS_FOLDERS)}") from None
+        raise ValueError(
+            f"unknown corpus reader tool {tool_name!r}; expected one of {sorted(CORPUS_FOLDERS)}"
+        ) from None
     relative = _normalise(path)
     folder = (Path(root) / folder_name).resolve()
     try:

@@ -89,17 +89,14 @@ class TurnRegistry:
             return NotImplemented
         return self._targets == other._targets
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable (mypy types __hash__ as a method)
 
     def __repr__(self) -> str:
         return f"TurnRegistry({len(self._targets)} sources)"  # no targets: they hold account ids
 
     def to_json(self) -> dict[str, dict | None]:
         """The checkpoint's `citationTargets` value: `{source: target JSON or null}`."""
-        return {
-            source: None if target is None else target.to_json()
-            for source, target in self._targets.items()
-        }
+        return {source: None if target is None else target.to_json() for source, target in self._targets.items()}
 
     @classmethod
     def from_json(cls, value: object) -> TurnRegistry:

@@ -1,4 +1,6 @@
-"""The state of one stored citation: typed (its kind), untyped or malformed (docs/targets.md, docs/turns.md, docs/backfill.md).
+"""The state of one stored citation: typed (its kind), untyped or malformed.
+
+See docs/targets.md, docs/turns.md and docs/backfill.md.
 
 The admin's counts and kind filter mean exactly this; the database computes
 them from the JSON (`chat.citation_sql`), and tests compare that SQL against

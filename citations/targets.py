@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias, TypeGuard
 
 __all__ = [
     "PROVIDERS",
@@ -59,17 +59,20 @@ TARGET_KINDS: tuple[str, ...] = (
 """Every target `kind`, in docs/targets.md order (for admin filters and the API schema)."""
 
 
-def _is_nonempty_str(value: object) -> bool:
+def _is_nonempty_str(value: object) -> TypeGuard[str]:
     # `isinstance(True, str)` is False, so bools and numbers never pass.
     return isinstance(value, str) and value != ""
 
 
-def _provider_or_none(value: object) -> Provider | None:
+def is_provider(value: object) -> TypeGuard[Provider]:
+    """Whether `value` is one of `PROVIDERS` (matched exactly). Never raises."""
     # Check the type before the set lookup: an unhashable value (a list or an
     # object from JSON) would make `in PROVIDERS` raise TypeError.
-    if isinstance(value, str) and value in PROVIDERS:
-        return value  # type: ignore[return-value]
-    return None
+    return isinstance(value, str) and value in PROVIDERS
+
+
+def _provider_or_none(value: object) -> Provider | None:
+    return value if is_provider(value) else None
 
 
 def _check_account(account_id: object, provider: object) -> None:
@@ -268,7 +271,7 @@ def parse_account_ref(value: object) -> AccountRef | None:
     account_id = value.get("accountId")
     if not _is_nonempty_str(account_id):
         return None
-    return AccountRef(account_id, _provider_or_none(value.get("provider")))  # type: ignore[arg-type]
+    return AccountRef(account_id, _provider_or_none(value.get("provider")))
 
 
 def parse_citation_target(value: object) -> CitationTarget | None:
@@ -290,7 +293,7 @@ def parse_citation_target(value: object) -> CitationTarget | None:
         return _SINGLETONS[kind]
     if kind == "web":
         url = value.get("url")
-        return WebTarget(url) if _is_nonempty_str(url) else None  # type: ignore[arg-type]
+        return WebTarget(url) if _is_nonempty_str(url) else None
     library = _LIBRARY_KINDS.get(kind)
     if library is not None:
         if "url" not in value:
@@ -301,7 +304,7 @@ def parse_citation_target(value: object) -> CitationTarget | None:
         return None
     if kind == "market_data":
         ticker = value.get("ticker")
-        return MarketDataTarget(ticker) if _is_nonempty_str(ticker) else None  # type: ignore[arg-type]
+        return MarketDataTarget(ticker) if _is_nonempty_str(ticker) else None
     if kind == "account":
         ref = parse_account_ref(value)
         return None if ref is None else AccountTarget(ref.account_id, ref.provider)
@@ -328,9 +331,7 @@ def merge_account_refs(refs: Iterable[AccountRef]) -> tuple[AccountRef, ...]:
     """
     providers: dict[str, Provider | None] = {}
     for ref in refs:
-        if ref.account_id not in providers:
-            providers[ref.account_id] = ref.provider
-        elif providers[ref.account_id] is None and ref.provider is not None:
+        if ref.account_id not in providers or (providers[ref.account_id] is None and ref.provider is not None):
             providers[ref.account_id] = ref.provider
     return tuple(AccountRef(account_id, provider) for account_id, provider in providers.items())
 
@@ -355,4 +356,3 @@ def account_refs_of(target: CitationTarget | None) -> tuple[AccountRef, ...] | N
     if isinstance(target, AccountsTarget):
         return target.accounts
     return None
-

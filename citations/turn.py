@@ -7,6 +7,7 @@ record whole and returns typed values, `assemble_turn` replays the events
 through a `TurnRegistry` and computes what the turn stores (docs/turns.md).
 The Django side (`chat.services.record_turn`) only saves the result.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,7 +16,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -120,11 +121,16 @@ def _describe(value: object) -> str:
     return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _expect(value: object, kind: type | tuple[type, ...], path: str, what: str) -> None:
+_T = TypeVar("_T")
+
+
+def _expect(value: object, kind: type[_T], path: str, what: str) -> _T:
+    """`value` when it is a `kind` (a boolean is no number), else `TurnRecordError`."""
     if isinstance(value, bool) and kind in (int, float):
         raise TurnRecordError(path, f"expected {what}, got a boolean")
     if not isinstance(value, kind):
         raise TurnRecordError(path, f"expected {what}, got {_describe(value)}")
+    return value
 
 
 def parse_uuid(value: object) -> uuid.UUID | None:
@@ -148,18 +154,18 @@ def _uuid(value: object, path: str) -> uuid.UUID:
 
 
 def _datetime(value: object, path: str) -> dt.datetime:
-    _expect(value, str, path, "an ISO 8601 date-time string")
+    text = _expect(value, str, path, "an ISO 8601 date-time string")
     try:
-        parsed = dt.datetime.fromisoformat(value)  # type: ignore[arg-type]
+        parsed = dt.datetime.fromisoformat(text)
     except ValueError:
         raise TurnRecordError(path, f"not an ISO 8601 date-time: {value!r}") from None
     # A time without an offset is taken as UTC, the zone the recorder runs in.
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     try:
         # In UTC, as stored: 9999-12-31T23:59-05:00 is past what either
         # database (and Python) can hold, and would break every later read.
-        return parsed.astimezone(dt.timezone.utc)
+        return parsed.astimezone(dt.UTC)
     except OverflowError:
         raise TurnRecordError(path, f"out of range once in UTC: {value!r}") from None
 
@@ -221,14 +227,12 @@ def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:
 def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any], path: str) -> None:
     """Check the output fields that docs/citable.md reads for `name`."""
     if name == "execute_sql":
-        rows = output.get("rows")
-        _expect(rows, list, f"{path}.rows", "a list")
+        rows = _expect(output.get("rows"), list, f"{path}.rows", "a list")
         for i, row in enumerate(rows):
             _expect(row, dict, f"{path}.rows[{i}]", "an object")
         columns = output.get("columns")
         if columns is not None:
-            _expect(columns, list, f"{path}.columns", "a list of column names")
-            for i, column in enumerate(columns):
+            for i, column in enumerate(_expect(columns, list, f"{path}.columns", "a list of column names")):
                 _expect(column, str, f"{path}.columns[{i}]", "a string")
     elif name == "execute_python":
         _expect(output.get("stdout"), str, f"{path}.stdout", "a string")
@@ -247,42 +251,38 @@ def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping
             # read as absent (docs/citable.md).
             _expect(meta, dict, f"{path}.meta", "an object or null")
     elif name == "search_web":
-        results = output.get("results")
-        _expect(results, list, f"{path}.results", "a list")
-        for i, result in enumerate(results):
-            _expect(result, dict, f"{path}.results[{i}]", "an object")
+        results = _expect(output.get("results"), list, f"{path}.results", "a list")
+        for i, item in enumerate(results):
+            result = _expect(item, dict, f"{path}.results[{i}]", "an object")
             for key in ("url", "title", "text"):
                 _optional_str(result, key, f"{path}.results[{i}]")
     # Any other tool gives no citable content: its output is not read.
 
 
-def _check_citation(citation: object, path: str) -> None:
-    _expect(citation, dict, path, "an object")
-    _expect(citation.get("type"), str, f"{path}.type", "a string")  # type: ignore[union-attr]
-    if citation["type"] not in RECORDED_CITATION_TYPES:  # type: ignore[index]
-        return  # other citation types are counted and skipped, not checked (SPEC section 6)
+def _check_citation(value: object, path: str) -> None:
+    citation = _expect(value, dict, path, "an object")
+    kind = _expect(citation.get("type"), str, f"{path}.type", "a string")
+    if kind not in RECORDED_CITATION_TYPES:
+        return  # other citation types are counted and skipped, not checked (docs/turns.md#what-a-turn-stores)
     # A web search citation is known by its `url`; ours by `source`.
-    key = "url" if citation["type"] == WEB_SEARCH_RESULT_LOCATION else "source"  # type: ignore[index]
-    _expect(citation.get(key), str, f"{path}.{key}", "a string")  # type: ignore[union-attr]
-    _expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")  # type: ignore[union-attr]
-    _optional_str(citation, "title", path)  # type: ignore[arg-type]
+    key = "url" if kind == WEB_SEARCH_RESULT_LOCATION else "source"
+    _expect(citation.get(key), str, f"{path}.{key}", "a string")
+    _expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")
+    _optional_str(citation, "title", path)
 
 
-def _check_message(message: object, path: str) -> None:
-    _expect(message, dict, path, "an Anthropic message object")
-    role = message.get("role", "assistant")  # type: ignore[union-attr]
+def _check_message(value: object, path: str) -> None:
+    message = _expect(value, dict, path, "an Anthropic message object")
+    role = message.get("role", "assistant")
     if role != "assistant":
         raise TurnRecordError(f"{path}.role", f"expected 'assistant', got {role!r}")
-    model = message.get("model")  # type: ignore[union-attr]
-    if model is not None:
-        _expect(model, str, f"{path}.model", "a string")
-        if len(model) > MODEL_MAX_LENGTH:
-            raise TurnRecordError(f"{path}.model", f"longer than {MODEL_MAX_LENGTH} characters")
-    content = message.get("content")  # type: ignore[union-attr]
-    _expect(content, list, f"{path}.content", "a list of content blocks")
-    for i, block in enumerate(content):
+    model = message.get("model")
+    if model is not None and len(_expect(model, str, f"{path}.model", "a string")) > MODEL_MAX_LENGTH:
+        raise TurnRecordError(f"{path}.model", f"longer than {MODEL_MAX_LENGTH} characters")
+    content = _expect(message.get("content"), list, f"{path}.content", "a list of content blocks")
+    for i, item in enumerate(content):
         block_path = f"{path}.content[{i}]"
-        _expect(block, dict, block_path, "a content block object")
+        block = _expect(item, dict, block_path, "a content block object")
         _expect(block.get("type"), str, f"{block_path}.type", "a string")
         if block["type"] != "text":
             continue
@@ -295,19 +295,19 @@ def _check_message(message: object, path: str) -> None:
             _check_citation(citation, f"{block_path}.citations[{j}]")
 
 
-def _parse_event(event: object, path: str) -> Event:
-    _expect(event, dict, path, "an event object")
-    kind = event.get("type")  # type: ignore[union-attr]
+def _parse_event(value: object, path: str) -> Event:
+    event = _expect(value, dict, path, "an event object")
+    kind = event.get("type")
     if kind == "tool_call":
-        _expect(event.get("id"), str, f"{path}.id", "a string")  # type: ignore[union-attr]
-        _expect(event.get("name"), str, f"{path}.name", "a string")  # type: ignore[union-attr]
-        _expect(event.get("input"), dict, f"{path}.input", "an object")  # type: ignore[union-attr]
-        _expect(event.get("output"), dict, f"{path}.output", "an object")  # type: ignore[union-attr]
-        _check_tool_output(event["name"], event["input"], event["output"], f"{path}.output")  # type: ignore[index]
-        return ToolCallEvent(event["id"], event["name"], event["input"], event["output"])  # type: ignore[index]
+        call_id = _expect(event.get("id"), str, f"{path}.id", "a string")
+        name = _expect(event.get("name"), str, f"{path}.name", "a string")
+        tool_input = _expect(event.get("input"), dict, f"{path}.input", "an object")
+        output = _expect(event.get("output"), dict, f"{path}.output", "an object")
+        _check_tool_output(name, tool_input, output, f"{path}.output")
+        return ToolCallEvent(call_id, name, tool_input, output)
     if kind == "assistant":
-        _check_message(event.get("message"), f"{path}.message")  # type: ignore[union-attr]
-        return AssistantEvent(event["message"])  # type: ignore[index]
+        _check_message(event.get("message"), f"{path}.message")
+        return AssistantEvent(event["message"])
     raise TurnRecordError(f"{path}.type", f"unknown event type {kind!r} (expected 'tool_call' or 'assistant')")
 
 
@@ -321,8 +321,7 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
     """
     _expect(record, dict, "record", "a turn record object")
     assert isinstance(record, dict)
-    session = record.get("session")
-    _expect(session, dict, "session", "an object with an 'id'")
+    session = _expect(record.get("session"), dict, "session", "an object with an 'id'")
     session_id = _uuid(session.get("id"), "session.id")
     title = session.get("title")
     if title is not None:
@@ -340,13 +339,11 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
     prompt_version = record.get("prompt_version")
     if prompt_version not in PROMPT_VERSIONS:
         raise TurnRecordError("prompt_version", f"expected 'v5' or 'legacy', got {prompt_version!r}")
-    user_message = record.get("user_message")
-    _expect(user_message, str, "user_message", "a string")
+    user_message = _expect(record.get("user_message"), str, "user_message", "a string")
     record_id = _uuid(record["id"], "id") if record.get("id") is not None else None
     created_at = _datetime(record["created_at"], "created_at") if record.get("created_at") is not None else None
 
-    events = record.get("events")
-    _expect(events, list, "events", "a list")
+    events = _expect(record.get("events"), list, "events", "a list")
     _check_storable_text(record)
     parsed = tuple(_parse_event(event, f"events[{i}]") for i, event in enumerate(events))
     return TurnRecord(
@@ -371,7 +368,7 @@ def utf16_length(text: str) -> int:
 
 
 def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
-    """The result URLs of a `web_search_tool_result` content block (SPEC section 6).
+    """The result URLs of a `web_search_tool_result` content block (docs/turns.md#what-a-turn-stores).
 
     Its `content` is a list of `web_search_result` objects (each with a
     `url`), or an error object: that gives no URLs. Non-string or empty URLs
@@ -388,7 +385,10 @@ def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
 
 
 def record_web_search_results(registry: TurnRegistry, block: Mapping[str, Any]) -> None:
-    """Write each result URL of a `web_search_tool_result` block as a `web` target (SPEC section 6)."""
+    """Write each result URL of a `web_search_tool_result` block as a `web` target.
+
+    See docs/turns.md#what-a-turn-stores.
+    """
     for url in web_search_result_urls(block):
         registry.record(url, WebTarget(url))
 
@@ -406,7 +406,7 @@ def citation_source(citation: Mapping[str, Any]) -> str | None:
 def assemble_turn(
     events: Sequence[Event], *, registry_restores: Mapping[int, TurnRegistry] | None = None
 ) -> AssembledTurn:
-    """Replay a turn's events and compute what it stores (SPEC sections 5 and 6).
+    """Replay a turn's events and compute what it stores (docs/registry.md and docs/turns.md#what-a-turn-stores).
 
     Each tool call's citable content is written to one `TurnRegistry`, and so
     is each URL of a `web_search_tool_result` block (as `web`); each citation
@@ -418,7 +418,7 @@ def assemble_turn(
 
     `registry_restores` maps an event index to a registry that replaces the
     replayed one before that event: a live turn resumed from a checkpoint
-    continues with the registry its checkpoint held (SPEC sections 5 and 11).
+    continues with the registry its checkpoint held (docs/registry.md and docs/live.md).
     """
     registry = TurnRegistry()
     steps: list[str] = []
@@ -468,7 +468,7 @@ def assemble_turn(
             offset = position
 
     for kind, count in skipped.items():
-        logger.info("skipped %d citation(s) of type %s (not recorded, SPEC 6)", count, kind)
+        logger.info("skipped %d citation(s) of type %s (not recorded, docs/turns.md#what-a-turn-stores)", count, kind)
     return AssembledTurn(
         response="\n\n".join(steps),
         citations=list(summary.values()),
@@ -481,7 +481,9 @@ def assemble_turn(
 def inline_citation(
     citation: Mapping[str, Any], source: str, start: int, end: int, registry: TurnRegistry
 ) -> dict[str, Any]:
-    """One `inline_citations` entry (SPEC section 6): `{"source", "title", "cited_text", "start", "end", "target"?}`.
+    """One `inline_citations` entry: `{"source", "title", "cited_text", "start", "end", "target"?}`.
+
+    See docs/turns.md#what-a-turn-stores.
 
     `start`/`end` are UTF-16 code units; `target` is present only when the
     registry types `source` now.

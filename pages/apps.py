@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class PagesConfig(AppConfig):
-    """Server-rendered pages for signed-in users: sessions, chips, accounts (SPEC section 14)."""
+    """Server-rendered pages for signed-in users: sessions, chips, accounts (docs/pages.md)."""
 
     name = "pages"

@@ -1,4 +1,4 @@
-"""Citation chips and cited spans for the pages (SPEC sections 6, 9 and 14).
+"""Citation chips and cited spans for the pages (docs/turns.md#what-a-turn-stores, docs/privacy.md and docs/pages.md).
 
 Pure: no ORM, no HTTP. `chip_for_citation` is the one place that turns a
 stored citation into what a page shows; `pages/static/pages/chips.js` applies
@@ -43,7 +43,7 @@ PORTFOLIO_PATH = "/portfolio/"
 """Where a `portfolio` chip links (the portfolio page)."""
 
 FINNHUB_SOURCE = "silvia://market-data/finnhub"
-"""The source whose `analysis` chip reads "Live data" (SPEC 4 and 14)."""
+"""The source whose `analysis` chip reads "Live data" (docs/citable.md and docs/pages.md)."""
 
 # http(s) only, and no ASCII control character or space anywhere: browsers
 # strip or ignore those, which is how `java\tscript:` style tricks get in.
@@ -63,7 +63,7 @@ class ChipLink:
 
 @dataclass(frozen=True, slots=True)
 class Chip:
-    """What a page shows for one citation (SPEC section 14).
+    """What a page shows for one citation (docs/pages.md).
 
     `kind` is the target kind, or `"fallback"` for a citation without a
     readable target. `href` is a site path or an http(s) URL (`external`),
@@ -127,7 +127,7 @@ def _account_links(target: AccountsTarget, names: Mapping[str, str], title: str)
 
 
 def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> Chip:
-    """The chip for one stored citation (SPEC section 14); never raises.
+    """The chip for one stored citation (docs/pages.md); never raises.
 
     `citation` is an entry of `citations`/`inline_citations` as stored (any
     JSON value). `account_names` maps the caller's account ids to their
@@ -183,7 +183,7 @@ def _offset(value: object) -> int | None:
 def answer_pieces(
     answer: str, inline: object, *, account_names: Mapping[str, str]
 ) -> tuple[list[AnswerPiece], list[Chip]]:
-    """The answer cut at its inline citations' spans (SPEC section 6); never raises.
+    """The answer cut at its inline citations' spans (docs/turns.md#what-a-turn-stores); never raises.
 
     `inline` is the stored `inline_citations` value. Spans are UTF-16 code
     unit offsets, end exclusive. Returns the pieces in order (text runs, and

@@ -1,4 +1,4 @@
-"""Reads for the pages, always scoped to the caller (SPEC sections 9 and 14)."""
+"""Reads for the pages, always scoped to the caller (docs/privacy.md and docs/pages.md)."""
 
 from __future__ import annotations
 

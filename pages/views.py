@@ -1,4 +1,4 @@
-"""Thin page views: a selector, a presenter, a template (SPEC section 14)."""
+"""Thin page views: a selector, a presenter, a template (docs/pages.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pages.presenters import answer_pieces
 from pages.selectors import account_names_for_user
 
 SESSIONS_PER_PAGE = 50
-"""The API's page size (SPEC section 10), so both list the same sessions per page."""
+"""The API's page size (docs/api.md), so both list the same sessions per page."""
 
 TURNS_PER_PAGE = 50
 """Turns on one session page; a long session opens on its latest turns, `?page=N` goes back."""
@@ -90,7 +90,10 @@ def session_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def account_detail(request: HttpRequest, segment: str) -> HttpResponse:
-    """`/accounts/<segment>`: one of the caller's accounts; 404 for another user's or an unknown id (SPEC 9)."""
+    """`/accounts/<segment>`: one of the caller's accounts; 404 for another user's or an unknown id.
+
+    See docs/privacy.md.
+    """
     account = account_get_for_user(user=_caller(request), segment=segment)
     if account is None:
         raise Http404("No such account.")

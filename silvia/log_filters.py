@@ -1,4 +1,4 @@
-"""Logging filters that keep user data out of every log handler (SPEC section 9).
+"""Logging filters that keep user data out of every log handler (docs/privacy.md).
 
 `PrivacyFilter` sits on every handler of `settings.LOGGING`, so it sees records
 of every logger, ours, Django's, uvicorn's and any library's, at every level.
@@ -16,14 +16,15 @@ from types import TracebackType
 # `sql` and its values in `params`. The SQL text itself holds the values too
 # (SQLite's and psycopg's client-side binding inline them), so neither is kept.
 _STATEMENT = re.compile(
-    r'^\s*(?:\d+ times: )?(?:(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?(?=[\s(;]|$)|(SELECT)\s+(?:DISTINCT\s+)?"(\w+)"\.|(\w+))',
+    r"^\s*(?:\d+ times: )?"
+    r'(?:(INSERT INTO|UPDATE|DELETE FROM)\s+"?(\w+)"?(?=[\s(;]|$)|(SELECT)\s+(?:DISTINCT\s+)?"(\w+)"\.|(\w+))',
     re.IGNORECASE,
 )
 #: Loggers of HTTP clients whose DEBUG lines carry request bodies (the anthropic SDK's).
 _HTTP_CLIENT_LOGGERS = frozenset({"anthropic", "httpx", "httpcore"})
 _URLISH = re.compile(r"^(?:[A-Z]+ )?/")
 _QUERY = re.compile(r"\?[^\s\"]*")
-# `/accounts/<segment>`: the pages put an account id in the path (SPEC 9, 14).
+# `/accounts/<segment>`: the pages put an account id in the path (docs/privacy.md and docs/pages.md).
 _ACCOUNT_SEGMENT = re.compile(r"/accounts/[^/\s?\"]+")
 _ACCESS_LOGGERS = ("uvicorn.access", "django.server")
 

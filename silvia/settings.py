@@ -141,7 +141,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-# Pages (SPEC section 14): Django's sign-in, then the sessions page.
+# Pages (docs/pages.md): Django's sign-in, then the sessions page.
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "pages:session-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -153,7 +153,7 @@ WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
     # Token first so that an unauthenticated request gets 401 with
-    # `WWW-Authenticate: Token` (SPEC section 10), not 403.
+    # `WWW-Authenticate: Token` (docs/api.md), not 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "chat.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
@@ -186,11 +186,11 @@ IMPORT_BATCH_SIZE = env.int("IMPORT_BATCH_SIZE", default=500)  # records per tra
 # Part of every session ETag: change it after a backfill so clients fetch again.
 API_ETAG_SALT = env.str("API_ETAG_SALT", default="")
 
-# Root of the library corpus (SPEC section 8).
+# Root of the library corpus (docs/citable.md#the-library-corpus).
 # Relative to the project when relative.
 CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examples/corpus")
 
-# Privacy by construction (SPEC section 9): every handler carries
+# Privacy by construction (docs/privacy.md): every handler carries
 # `silvia.log_filters.PrivacyFilter` (SQL text and parameters, query strings
 # and account path segments never reach a handler), and uvicorn's own loggers
 # go through these handlers too. See silvia/logging_config.py.
@@ -221,7 +221,7 @@ FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
 FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
 FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")
 
-# Live turns (SPEC section 11; README "Live turns"). The SDK reads no other
+# Live turns (docs/live.md; README "Live turns"). The SDK reads no other
 # variable: these are passed to it explicitly. ANTHROPIC_BASE_URL points the
 # SDK at the recorded model (`python manage.py serve_recorded_model`).
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
@@ -251,6 +251,10 @@ LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 # by the tests share it.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", "transaction_mode": "IMMEDIATE", "timeout": 20}
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
     )
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test_db.sqlite3"))

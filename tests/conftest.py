@@ -1,5 +1,6 @@
 """Shared fixtures. The suite runs on SQLite by default and on PostgreSQL when
 DATABASE_URL points at one (`.ci/run` does both)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,12 +13,12 @@ from tests.factories import UserFactory
 @pytest.fixture
 def maya(db):
     """The user the golden turn cases belong to."""
-    return UserFactory(username="maya")
+    return UserFactory.create(username="maya")
 
 
 @pytest.fixture
 def other_user(db):
-    return UserFactory(username="sam")
+    return UserFactory.create(username="sam")
 
 
 @pytest.fixture
@@ -52,9 +53,8 @@ def collected_static(tmp_path_factory):
 @pytest.fixture(scope="session")
 def recorded_model_server(django_db_setup, django_db_blocker):
     """The recorded model (`chat.live.recorded_model`), one server for the session."""
-    from chat.live.recorded_model import RecordedModelServer
-
     from chat.live.listener import stop_listener
+    from chat.live.recorded_model import RecordedModelServer
 
     server = RecordedModelServer().start()
     yield server

@@ -14,8 +14,8 @@ from tests.factories import UserFactory
 def finance_users(db):
     """(maya, sam), each with their demo accounts and holdings."""
     sql_sqlite.clear_cache()
-    maya = UserFactory(username="maya")
-    sam = UserFactory(username="sam")
+    maya = UserFactory.create(username="maya")
+    sam = UserFactory.create(username="sam")
     seed_demo_finance(maya=maya, sam=sam)
     yield maya, sam
     sql_sqlite.clear_cache()

@@ -53,7 +53,7 @@ def script(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"name": "test", "steps": list(steps), **extra}
 
 
-#: execute_sql outputs by query, for the recorded SQL tool (SPEC 4 shapes).
+#: execute_sql outputs by query, for the recorded SQL tool (docs/citable.md shapes).
 SQL_OUTPUTS: dict[str, dict[str, Any]] = {
     "cards": {
         "rows": [

@@ -1,10 +1,10 @@
 """The project's URLs plus a recorded live-turn endpoint, for the browser tests.
 
-It stands in for SPEC 11's `POST /api/chat/sessions/<id>/turns/` and
+It stands in for docs/live.md's `POST /api/chat/sessions/<id>/turns/` and
 `GET /api/chat/turns/<turn_id>/events` where a test needs the stream to drop
 at a chosen event (the real endpoint is tested in the browser too): a
 recorded turn (examples/turns) is saved through `record_turn` for the caller
-and replayed as the SSE events SPEC 11 names, built from the saved row, so
+and replayed as the SSE events docs/live.md names, built from the saved row, so
 what streams is what a reload shows. The POST stream drops after
 `DROP_AFTER` events, so the page must reconnect with `Last-Event-ID`.
 """
@@ -39,7 +39,7 @@ def _recorded_turn() -> dict[str, Any]:
 
 
 def _events_for(log: Any, session_id: str, turn_id: str) -> list[tuple[int, str, dict[str, Any]]]:
-    """SPEC 11's events for a saved turn: text in small deltas, each citation once its span is written."""
+    """docs/live.md's events for a saved turn: text in small deltas, each citation once its span is written."""
     events: list[tuple[str, dict[str, Any]]] = [("turn", {"turn_id": turn_id, "session_id": session_id})]
     pending = list(log.inline_citations)
     answer = log.response

@@ -128,13 +128,18 @@ def test_only_id_columns_and_source_are_read():
 
 
 def test_a_non_mapping_row_names_no_account():
-    assert account_ref_from_row([("account_id", PLAID_ID)]) is None  # type: ignore[arg-type]
-    assert account_ref_from_row(None) is None  # type: ignore[arg-type]
+    assert account_ref_from_row([("account_id", PLAID_ID)]) is None
+    assert account_ref_from_row(None) is None
 
 
 id_like = st.from_regex(r"[A-Za-z0-9_-]{14,20}", fullmatch=True)
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
-cell = id_like | st.sampled_from([*sorted(PROVIDERS), "coinbase", "Plaid"]) | json_scalars | st.lists(json_scalars, max_size=2)
+cell = (
+    id_like
+    | st.sampled_from([*sorted(PROVIDERS), "coinbase", "Plaid"])
+    | json_scalars
+    | st.lists(json_scalars, max_size=2)
+)
 rows = st.dictionaries(
     st.sampled_from([*ACCOUNT_ID_COLUMNS, "source", "account_name", "clerk_id"]) | st.text(max_size=8),
     cell,

@@ -2,6 +2,7 @@
 action and query budgets, driven with Django's test client. Runs on SQLite and
 on PostgreSQL (DATABASE_URL); every filter and search asserts the exact set of
 rows on both."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,7 +16,6 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.db import connection
-from django.db.models import JSONField, Value
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from hypothesis import given, settings
@@ -54,7 +54,7 @@ def log_with(citations, inline_citations=None, **kwargs) -> ChatLog:
     """A row whose inline citations default to its citations (spans 0-1)."""
     if inline_citations is None:
         inline_citations = [{**c, "start": 0, "end": 1} if isinstance(c, dict) else c for c in citations]
-    return ChatLogFactory(citations=citations, inline_citations=inline_citations, **kwargs)
+    return ChatLogFactory.create(citations=citations, inline_citations=inline_citations, **kwargs)
 
 
 def listed(response) -> set:
@@ -66,7 +66,7 @@ def listed(response) -> set:
 @pytest.fixture
 def staff(db):
     """A superuser, as `make run` creates (admin/admin)."""
-    return UserFactory(username="admin", is_staff=True, is_superuser=True)
+    return UserFactory.create(username="admin", is_staff=True, is_superuser=True)
 
 
 @pytest.fixture
@@ -79,8 +79,10 @@ def staff_client(staff) -> Client:
 @pytest.fixture
 def viewer_client(db) -> Client:
     """Staff allowed to view logs, not to change them."""
-    viewer = UserFactory(username="viewer", is_staff=True)
-    viewer.user_permissions.add(Permission.objects.get(codename="view_chatlog"), Permission.objects.get(codename="view_chatsession"))
+    viewer = UserFactory.create(username="viewer", is_staff=True)
+    viewer.user_permissions.add(
+        Permission.objects.get(codename="view_chatlog"), Permission.objects.get(codename="view_chatsession")
+    )
     client = Client()
     client.force_login(viewer)
     return client
@@ -99,7 +101,7 @@ def _demo_logs() -> list[ChatLog]:
         call_command("import_turns", str(EXAMPLE_TURNS), create_users=True, stdout=io.StringIO())
     else:
         cases = _golden_cases()
-        UserFactory(username="maya")
+        UserFactory.create(username="maya")
         for case in cases:
             record_turn(case["record"])
     return list(ChatLog.objects.order_by("created_at", "id"))
@@ -135,7 +137,10 @@ def test_staff_see_every_citation_of_the_demo_turns(staff_client):
         states = [classify_citation(entry)[0] for entry in log.citations]
         untyped, malformed = states.count("untyped"), states.count("malformed")
         assert (row.citation_total, row.typed_total, row.untyped_total, row.malformed_total) == (
-            len(states), len(states) - untyped - malformed, untyped, malformed
+            len(states),
+            len(states) - untyped - malformed,
+            untyped,
+            malformed,
         )
     assert any(row.typed_total for row in listing.context["cl"].result_list)
 
@@ -153,20 +158,23 @@ def test_staff_see_every_citation_of_the_demo_turns(staff_client):
 @pytest.mark.django_db
 def test_golden_turn_tables_show_kinds_accounts_providers_and_utf16_spans(staff_client):
     cases = _golden_cases()
-    UserFactory(username="maya")
+    UserFactory.create(username="maya")
     logs = {case["why"]: record_turn(case["record"]) for case in cases}
 
     # Two cards under one label: one `accounts` target naming both, provider shown to staff.
     page = staff_client.get(change_url(logs[cases[0]["why"]])).content.decode()
-    assert "citation-kind-accounts" in page and "citation-kind-account\"" in page
+    assert "citation-kind-accounts" in page and 'citation-kind-account"' in page
     assert f"<code>{ACCOUNT_A}</code> (plaid)" in page
     assert f"<code>{ACCOUNT_B}</code> (plaid)" in page
-    assert "<code>8–46</code><br>“<span style=\"white-space:pre-wrap\">$1,560.33 across your two credit cards</span>”" in page
+    assert (
+        '<code>8–46</code><br>“<span style="white-space:pre-wrap">$1,560.33 across your two credit cards</span>”'
+        in page
+    )
 
     # The answer starts with an emoji (two UTF-16 units): spans are sliced in UTF-16.
     page = staff_client.get(change_url(logs[cases[1]["why"]])).content.decode()
-    assert "<code>33–42</code><br>“<span style=\"white-space:pre-wrap\">$1,250.33</span>”" in page
-    assert "<code>98–105</code><br>“<span style=\"white-space:pre-wrap\">$310.00</span>”" in page
+    assert '<code>33–42</code><br>“<span style="white-space:pre-wrap">$1,250.33</span>”' in page
+    assert '<code>98–105</code><br>“<span style="white-space:pre-wrap">$310.00</span>”' in page
     assert "💳" in page  # the raw JSON and the answer keep Unicode as is
 
     # Untyped citations are labelled, never hidden.
@@ -186,10 +194,16 @@ def test_columns_that_are_not_lists_render_labelled(staff_client):
     assert "stored value is an object, not a list" in admin_display.inline_citations_table({"a": 1}, "")
     assert "stored value is a string, not a list" in admin_display.citations_table("[]")
     assert "stored value is int, not a list" in admin_display.inline_citations_table(42, "")
-    logs = [ChatLogFactory()]
+    logs = [ChatLogFactory.create()]
     ChatLog.objects.filter(pk=logs[0].pk).update(
         citations=[5, None, {"source": "s", "title": None, "cited_text": None, "target": {"kind": "weather"}}],
-        inline_citations=[{"source": "s", "start": "0", "end": 3}, {"source": "s", "start": 2, "end": 999}, {"source": "s", "start": 4, "end": 1}, {"source": "s"}, "x"],
+        inline_citations=[
+            {"source": "s", "start": "0", "end": 3},
+            {"source": "s", "start": 2, "end": 999},
+            {"source": "s", "start": 4, "end": 1},
+            {"source": "s"},
+            "x",
+        ],
     )
 
     pages = [staff_client.get(change_url(log)) for log in logs]
@@ -210,7 +224,9 @@ def test_columns_that_are_not_lists_render_labelled(staff_client):
 def test_script_title_is_text_and_only_http_urls_are_links(staff_client):
     log = log_with(
         [
-            cite("javascript:alert(1)", {"kind": "web", "url": "javascript:alert(1)"}, title="<script>alert(1)</script>"),
+            cite(
+                "javascript:alert(1)", {"kind": "web", "url": "javascript:alert(1)"}, title="<script>alert(1)</script>"
+            ),
             cite("data:text/html,x", {"kind": "tax_reference", "url": "data:text/html,<b>x</b>"}),
             cite("https://example.org/a?b=1&c=2", {"kind": "web", "url": "https://example.org/a?b=1&c=2"}),
         ]
@@ -230,9 +246,9 @@ def test_script_title_is_text_and_only_http_urls_are_links(staff_client):
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", [LIST_URL, "{change}", "/admin/chat/chatsession/"])
 def test_non_staff_and_anonymous_are_sent_to_login(path):
-    log = ChatLogFactory()
+    log = ChatLogFactory.create()
     url = path.format(change=change_url(log))
-    member = UserFactory(username="member")  # a signed-in user who is not staff
+    member = UserFactory.create(username="member")  # a signed-in user who is not staff
     member_client = Client()
     member_client.force_login(member)
 
@@ -247,12 +263,14 @@ def test_non_staff_and_anonymous_are_sent_to_login(path):
 
 @pytest.mark.django_db
 def test_logs_and_sessions_are_read_only(staff_client):
-    log = ChatLogFactory()
+    log = ChatLogFactory.create()
     before = ChatLog.objects.values().get(pk=log.pk)
 
     assert staff_client.get(f"{LIST_URL}add/").status_code == 403
     assert staff_client.get(f"{LIST_URL}{log.pk}/delete/").status_code == 403
-    assert staff_client.post(change_url(log), {"user_message": "changed", "prompt_version": "legacy"}).status_code == 403
+    assert (
+        staff_client.post(change_url(log), {"user_message": "changed", "prompt_version": "legacy"}).status_code == 403
+    )
     assert staff_client.get(f"/admin/chat/chatsession/{log.session_id}/delete/").status_code == 403
     staff_client.post(LIST_URL, {"action": "delete_selected", "_selected_action": [str(log.pk)], "post": "yes"})
     assert ChatLog.objects.values().get(pk=log.pk) == before
@@ -267,33 +285,59 @@ def test_logs_and_sessions_are_read_only(staff_client):
 @pytest.fixture
 def kinds_rows(db):
     """One row per situation the kind filter must tell apart."""
-    t0 = dt.datetime(2026, 11, 2, 12, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 2, 12, tzinfo=dt.UTC)
     rows = {
         "web": log_with([cite("https://Example.org/Rates", {"kind": "web", "url": "https://example.org/rates"})]),
         "library": log_with(
             [
                 cite("silvia://tax-authority/irs/p590a.md", {"kind": "tax_reference", "url": None}),
                 cite("silvia://credit-card-corpus/chase/pricing.md", {"kind": "card_document", "url": None}),
-                cite("https://www.ecfr.gov/current/title-12/part-1026", {"kind": "mortgage_reference", "url": "https://www.ecfr.gov/current/title-12/part-1026"}),
+                cite(
+                    "https://www.ecfr.gov/current/title-12/part-1026",
+                    {"kind": "mortgage_reference", "url": "https://www.ecfr.gov/current/title-12/part-1026"},
+                ),
             ]
         ),
         "market": log_with(
-            [cite("silvia://market-data/finnhub/AAPL", {"kind": "market_data", "ticker": "AAPL"}), cite("silvia://analysis", {"kind": "analysis"})]
+            [
+                cite("silvia://market-data/finnhub/AAPL", {"kind": "market_data", "ticker": "AAPL"}),
+                cite("silvia://analysis", {"kind": "analysis"}),
+            ]
         ),
-        "account": log_with([cite("silvia://your-account/checking", {"kind": "account", "accountId": ACCOUNT_C, "provider": "plaid"})]),
+        "account": log_with(
+            [cite("silvia://your-account/checking", {"kind": "account", "accountId": ACCOUNT_C, "provider": "plaid"})]
+        ),
         "accounts": log_with(
             [
                 cite(
                     "silvia://your-account/credit-card",
-                    {"kind": "accounts", "accounts": [{"accountId": ACCOUNT_A, "provider": "plaid"}, {"accountId": ACCOUNT_B, "provider": None}]},
+                    {
+                        "kind": "accounts",
+                        "accounts": [
+                            {"accountId": ACCOUNT_A, "provider": "plaid"},
+                            {"accountId": ACCOUNT_B, "provider": None},
+                        ],
+                    },
                 )
             ]
         ),
         # An untyped citation whose source spells "account": still only untyped.
-        "portfolio_untyped": log_with([cite("silvia://your-portfolio", {"kind": "portfolio"}), cite("silvia://your-account/accounts")]),
+        "portfolio_untyped": log_with(
+            [cite("silvia://your-portfolio", {"kind": "portfolio"}), cite("silvia://your-account/accounts")]
+        ),
         "malformed": log_with([cite("silvia://your-account/x", {"kind": "account"})], prompt_version="legacy"),
         # A kind met only in the inline citations (the filter covers both lists).
-        "inline_only": log_with([], [cite("silvia://your-account/savings", {"kind": "account", "accountId": ACCOUNT_A, "provider": "manual"}, start=0, end=1)]),
+        "inline_only": log_with(
+            [],
+            [
+                cite(
+                    "silvia://your-account/savings",
+                    {"kind": "account", "accountId": ACCOUNT_A, "provider": "manual"},
+                    start=0,
+                    end=1,
+                )
+            ],
+        ),
         "none": log_with([], prompt_version="legacy"),
     }
     for n, log in enumerate(rows.values()):
@@ -344,7 +388,9 @@ def test_prompt_version_filter(staff_client, kinds_rows):
 def test_date_filter(staff_client, kinds_rows):
     # The rows are one a day from 2026-11-02 12:00 UTC, in `kinds_rows` order.
     # The parameters are those the filter's own links carry (aware datetimes).
-    response = staff_client.get(LIST_URL, {"created_at__gte": "2026-11-03 00:00:00+00:00", "created_at__lt": "2026-11-05 00:00:00+00:00"})
+    response = staff_client.get(
+        LIST_URL, {"created_at__gte": "2026-11-03 00:00:00+00:00", "created_at__lt": "2026-11-05 00:00:00+00:00"}
+    )
     assert listed(response) == {kinds_rows["library"], kinds_rows["market"]}
 
 
@@ -403,9 +449,9 @@ def test_search_by_log_id_session_id_and_username(staff_client, kinds_rows):
 
 @pytest.mark.django_db
 def test_session_admin_lists_searches_and_links_to_its_turns(staff_client):
-    session = ChatSessionFactory(title="Card balances")
-    logs = [ChatLogFactory(session=session), ChatLogFactory(session=session)]
-    other = ChatLogFactory()
+    session = ChatSessionFactory.create(title="Card balances")
+    logs = [ChatLogFactory.create(session=session), ChatLogFactory.create(session=session)]
+    other = ChatLogFactory.create()
 
     response = staff_client.get("/admin/chat/chatsession/", {"q": "card BAL"})
     assert {s.pk for s in response.context["cl"].result_list} == {session.pk}
@@ -422,15 +468,14 @@ def test_session_admin_lists_searches_and_links_to_its_turns(staff_client):
 @pytest.mark.django_db
 def test_changelist_of_100_rows_runs_four_queries_and_loads_no_json(staff_client, django_assert_num_queries):
     for _ in range(120):
-        ChatLogFactory()
+        ChatLogFactory.create()
 
-    with CaptureQueriesContext(connection) as captured:
-        with django_assert_num_queries(4):
-            # 1. the session row (django_session), 2. the staff user,
-            # 3. COUNT(*) of the filtered rows for the paginator (no full count:
-            #    show_full_result_count = False), 4. the page of 100 logs with
-            #    their session and owner (one JOIN, list_select_related).
-            response = staff_client.get(LIST_URL, {"target_kind": "portfolio", "q": "portfolio"})
+    with CaptureQueriesContext(connection) as captured, django_assert_num_queries(4):
+        # 1. the session row (django_session), 2. the staff user,
+        # 3. COUNT(*) of the filtered rows for the paginator (no full count:
+        #    show_full_result_count = False), 4. the page of 100 logs with
+        #    their session and owner (one JOIN, list_select_related).
+        response = staff_client.get(LIST_URL, {"target_kind": "portfolio", "q": "portfolio"})
 
     assert len(listed(response)) == 100
     page_sql = captured.captured_queries[-1]["sql"]
@@ -447,7 +492,7 @@ def test_changelist_of_100_rows_runs_four_queries_and_loads_no_json(staff_client
 
 @pytest.mark.django_db
 def test_change_view_runs_three_queries(staff_client, django_assert_num_queries):
-    log = ChatLogFactory()
+    log = ChatLogFactory.create()
     with django_assert_num_queries(3):
         # 1. the session row, 2. the staff user, 3. the log with its session
         #    and owner (select_related in get_queryset).
@@ -479,7 +524,7 @@ def _list_counts(client: Client, log: ChatLog) -> tuple[int, int, int, int]:
 @pytest.mark.django_db
 def test_recompute_action_types_citations_reports_the_count_and_the_list_counts_follow(staff_client):
     old = _legacy_row()
-    current = ChatLogFactory()  # already typed: nothing to do
+    current = ChatLogFactory.create()  # already typed: nothing to do
     assert _list_counts(staff_client, old) == (4, 0, 3, 1)
 
     response = staff_client.post(
@@ -491,7 +536,12 @@ def test_recompute_action_types_citations_reports_the_count_and_the_list_counts_
         "Typed 4 citation(s) (summary and inline) in 1 of 2 selected log(s)."
     ]
     old.refresh_from_db()
-    assert [c.get("target") for c in old.citations] == [{"kind": "portfolio"}, {"kind": "market_data", "ticker": "AAPL"}, None, {"kind": "account"}]
+    assert [c.get("target") for c in old.citations] == [
+        {"kind": "portfolio"},
+        {"kind": "market_data", "ticker": "AAPL"},
+        None,
+        {"kind": "account"},
+    ]
     assert [c.get("target") for c in old.inline_citations] == [c.get("target") for c in old.citations]
     assert old.citations[1]["source"] == "silvia://market-data/finnhub/aapl"  # other keys unchanged
     assert _list_counts(staff_client, old) == (4, 2, 1, 1)
@@ -499,7 +549,9 @@ def test_recompute_action_types_citations_reports_the_count_and_the_list_counts_
     assert listed(staff_client.get(LIST_URL, {"target_kind": "market_data"})) == {old.pk}
 
     again = staff_client.post(LIST_URL, {"action": "recompute_targets", "_selected_action": [str(old.pk)]}, follow=True)
-    assert [str(m) for m in again.context["messages"]] == ["No citation could be typed from its source in the 1 selected log(s)."]
+    assert [str(m) for m in again.context["messages"]] == [
+        "No citation could be typed from its source in the 1 selected log(s)."
+    ]
 
 
 @pytest.mark.django_db
@@ -520,7 +572,7 @@ def test_view_only_staff_can_look_but_not_recompute(viewer_client):
 def test_recompute_is_idempotent_and_skips_rows_whose_columns_are_not_lists_of_objects(staff_client):
     old = _legacy_row()
     odd = log_with([cite("silvia://your-portfolio")], ["not an object"])  # typable, but the row is malformed
-    nulls = ChatLogFactory()
+    nulls = ChatLogFactory.create()
     # Not lists of objects (a column that is no list at all is refused by the constraint).
     ChatLog.objects.filter(pk=nulls.pk).update(citations=[None], inline_citations=[["nested"]])
     before = {pk: ChatLog.objects.values().get(pk=pk) for pk in (odd.pk, nulls.pk)}
@@ -533,12 +585,17 @@ def test_recompute_is_idempotent_and_skips_rows_whose_columns_are_not_lists_of_o
     assert (second.rows_scanned, second.rows_changed, second.typed_total, len(second.malformed)) == (3, 0, 0, 2)
     assert {pk: ChatLog.objects.values().get(pk=pk) for pk in (odd.pk, nulls.pk)} == before
 
-    garbage = staff_client.post(LIST_URL, {"action": "recompute_targets", "_selected_action": ["not-a-uuid"]}, follow=True)
+    garbage = staff_client.post(
+        LIST_URL, {"action": "recompute_targets", "_selected_action": ["not-a-uuid"]}, follow=True
+    )
     assert garbage.status_code == 200  # a forged selection is no 500
 
-    response = staff_client.post(LIST_URL, {"action": "recompute_targets", "_selected_action": [str(odd.pk)]}, follow=True)
+    response = staff_client.post(
+        LIST_URL, {"action": "recompute_targets", "_selected_action": [str(odd.pk)]}, follow=True
+    )
     assert [str(m) for m in response.context["messages"]] == [
-        "No citation could be typed from its source in the 1 selected log(s). 1 log(s) skipped: a JSON column is not a list of objects."
+        "No citation could be typed from its source in the 1 selected log(s). "
+        "1 log(s) skipped: a JSON column is not a list of objects."
     ]
 
 
@@ -624,7 +681,10 @@ _entry = st.fixed_dictionaries(
         "end": st.one_of(st.integers(-3, 40), _json),
         "target": st.one_of(
             _json,
-            st.fixed_dictionaries({"kind": st.sampled_from(TARGET_KINDS)}, optional={"url": _json, "ticker": _json, "accountId": _json, "accounts": _json}),
+            st.fixed_dictionaries(
+                {"kind": st.sampled_from(TARGET_KINDS)},
+                optional={"url": _json, "ticker": _json, "accountId": _json, "accounts": _json},
+            ),
         ),
     },
 )

@@ -39,7 +39,7 @@ def demo_data(live_server) -> None:
     """The example turns and a staff user, written before Playwright starts its
     event loop (Django refuses ORM calls from a thread running one)."""
     call_command("import_turns", str(EXAMPLE_TURNS), create_users=True, stdout=io.StringIO())
-    staff: Any = UserFactory(username="layout-admin", is_staff=True, is_superuser=True)
+    staff: Any = UserFactory.create(username="layout-admin", is_staff=True, is_superuser=True)
     staff.set_password("pw")
     staff.save()
 

@@ -113,7 +113,7 @@ LEGACY: list[dict[str, Any]] = [
 @pytest.fixture
 def four_ways(db) -> dict[str, uuid.UUID]:
     """The same turn by `record_turn`, the ORM and raw SQL, and a legacy raw-SQL row after the backfill."""
-    UserFactory(username="maya")
+    UserFactory.create(username="maya")
     by_service = record_turn(_golden_record())
     session, user = by_service.session, by_service.user
     by_orm = ChatLog.objects.create(
@@ -221,7 +221,7 @@ def _random_entry(rng: random.Random) -> Any:
 @pytest.fixture
 def random_table(db) -> dict[Any, tuple[list, list]]:
     rng = random.Random(12)
-    session: Any = ChatSessionFactory()
+    session: Any = ChatSessionFactory.create()
     rows = []
     for _ in range(2000):
         citations = [_random_entry(rng) for _ in range(rng.randint(0, 4))]
@@ -268,7 +268,7 @@ def test_filters_counts_and_account_search_equal_the_python_reference_on_2000_ra
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", ['"[]"', "null", '{"source": "s"}', "5"])
 def test_the_database_refuses_a_column_that_is_not_an_array(value):
-    log: Any = ChatLogFactory()
+    log: Any = ChatLogFactory.create()
     for column in ("citations", "inline_citations"):
         with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
             cast = "::jsonb" if connection.vendor == "postgresql" else ""
@@ -277,7 +277,7 @@ def test_the_database_refuses_a_column_that_is_not_an_array(value):
                 [value, ChatLog._meta.pk.get_db_prep_value(log.pk, connection)],
             )
     with pytest.raises(IntegrityError), transaction.atomic():
-        ChatLogFactory(citations="[]")  # a double-encoded list through the ORM
+        ChatLogFactory.create(citations="[]")  # a double-encoded list through the ORM
 
 
 # -- query strings never 500 ----------------------------------------------------------
@@ -286,7 +286,7 @@ def test_the_database_refuses_a_column_that_is_not_an_array(value):
 @pytest.fixture
 def staff_client(db) -> Client:
     client = Client()
-    staff: Any = UserFactory(username="admin", is_staff=True, is_superuser=True)
+    staff: Any = UserFactory.create(username="admin", is_staff=True, is_superuser=True)
     client.force_login(staff)
     return client
 
@@ -313,7 +313,7 @@ def listed(response) -> set:
     ],
 )
 def test_admin_query_strings_never_500(staff_client, query):
-    ChatLogFactory()
+    ChatLogFactory.create()
     response = staff_client.get(LIST_URL, query)
     # Django's own handling of a bad filter: a redirect to ?e=1, or 400 for a disallowed lookup.
     assert response.status_code in (200, 302, 400), response.status_code
@@ -330,7 +330,7 @@ def test_admin_query_strings_never_500(staff_client, query):
     ("term", "found"), [("IMPÔT", True), ("impôt", True), ("IMPOT", False), ("ÉTÉ", True), ("straße", True)]
 )
 def test_source_search_ignores_case_beyond_ascii(staff_client, term, found):
-    log: Any = ChatLogFactory(
+    log: Any = ChatLogFactory.create(
         citations=[{"source": "silvia://tax-authority/fr/Impôt-Été-Straße.md"}], inline_citations=[]
     )
     assert (log.pk in listed(staff_client.get(LIST_URL, {"q": term}))) is found
@@ -346,7 +346,7 @@ def test_the_trigram_index_expression_is_the_one_the_search_uses():
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN and trigram indexes are PostgreSQL's")
 @pytest.mark.django_db
 def test_postgresql_answers_kind_account_and_source_with_the_indexes():
-    ChatLogFactory()
+    ChatLogFactory.create()
     queries = {
         "ai_chat_logs_citations_gin": ChatLog.objects.filter(HasCitationState("account")),
         "ai_chat_logs_inline_gin": ChatLog.objects.filter(NamesAccount(ACCOUNT_A)),
@@ -369,7 +369,7 @@ def _migrate(target: tuple[str, str]) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_0003_runs_forward_over_legacy_rows_and_refuses_rows_that_are_not_arrays():
-    session: Any = ChatSessionFactory()
+    session: Any = ChatSessionFactory.create()
     _migrate(("chat", "0002_backfill_citation_targets"))
     try:
         summary_columns = (
@@ -423,7 +423,7 @@ def test_migration_0003_runs_forward_over_legacy_rows_and_refuses_rows_that_are_
 def test_the_list_counts_up_to_the_cap_and_then_says_more_than(staff_client, monkeypatch, rows, shown):
     monkeypatch.setattr(CappedCountPaginator, "cap", 3)
     for _ in range(rows):
-        ChatLogFactory()
+        ChatLogFactory.create()
     response = staff_client.get(LIST_URL, {"target_kind": "portfolio"})
     assert len(listed(response)) == rows
     page = response.content.decode()
@@ -438,7 +438,7 @@ def test_the_list_counts_up_to_the_cap_and_then_says_more_than(staff_client, mon
     "term", ["\x00", "a\x00b", "\\", '"', "'", "%", "_", "😀", "$[*]", "x" * 5000, "\\u0000", "$.a ? (@ == 1)"]
 )
 def test_any_search_word_answers_without_error(staff_client, term):
-    log: Any = ChatLogFactory(citations=[{"source": "silvia://your-portfolio", "target": {"kind": "portfolio"}}])
+    log: Any = ChatLogFactory.create(citations=[{"source": "silvia://your-portfolio", "target": {"kind": "portfolio"}}])
     response = staff_client.get(LIST_URL, {"q": f"{term} portfolio"})
     if "\x00" in term:
         assert response.status_code == 400  # Django refuses a NUL in the search box
@@ -454,7 +454,7 @@ def test_any_search_word_answers_without_error(staff_client, term):
 def test_search_finds_json_spelled_by_hand_however_escaped(term, found):
     # Raw JSON text as another writer may spell it: non-ASCII unescaped, a
     # Kelvin sign (lowercases to "k"), an escaped slash, an escaped id letter.
-    session: Any = ChatSessionFactory()
+    session: Any = ChatSessionFactory.create()
     text = '[{"source": "\u212aelvin imp\u00f4t a\\/b", "target": {"kind": "account", "accountId": "id\\u0058"}}]'
     pk = _raw_insert(session, session.user, text, "[]", text=True)
     matches = ChatLog.objects.filter(SourceContains(term) | NamesAccount(term))
@@ -463,7 +463,7 @@ def test_search_finds_json_spelled_by_hand_however_escaped(term, found):
 
 @pytest.mark.django_db
 def test_a_kind_spelled_with_json_escapes_is_still_that_kind():
-    session: Any = ChatSessionFactory()
+    session: Any = ChatSessionFactory.create()
     text = '[{"source": "s", "target": {"kind": "acc\\u006funt", "accountId": "x"}}]'
     pk = _raw_insert(session, session.user, text, "[]", text=True)
     assert set(ChatLog.objects.filter(HasCitationState("account")).values_list("pk", flat=True)) == {pk}

@@ -1,11 +1,12 @@
 """The sessions API (docs/api.md): scope, auth, raw JSON, query budget."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-from django.test.utils import CaptureQueriesContext
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from chat.services import record_turn
@@ -29,7 +30,7 @@ def test_detail_serves_the_golden_turns_as_stored(token_client, maya):
     assert body["id"] == session_id
     assert body["title"] == expected[0]["record"]["session"]["title"]
     assert [m["id"] for m in body["messages"]] == [c["record"]["id"] for c in expected]
-    for message, case in zip(body["messages"], expected):
+    for message, case in zip(body["messages"], expected, strict=True):
         assert message["response"] == case["expect"]["response"]
         assert message["citations"] == case["expect"]["citations"]
         assert message["inline_citations"] == case["expect"]["inline_citations"]
@@ -38,12 +39,19 @@ def test_detail_serves_the_golden_turns_as_stored(token_client, maya):
         assert message["model"] == "claude-sonnet-4-5-20250929"
         assert message["created_at"].startswith(case["record"]["created_at"][:19])
     assert set(body["messages"][0]) == {
-        "id", "user_message", "response", "citations", "inline_citations", "prompt_version", "model", "created_at"
+        "id",
+        "user_message",
+        "response",
+        "citations",
+        "inline_citations",
+        "prompt_version",
+        "model",
+        "created_at",
     }
 
 
 def test_detail_with_and_without_trailing_slash(token_client, maya):
-    log = ChatLogFactory(session__user=maya)
+    log = ChatLogFactory.create(session__user=maya)
     for url in (f"/api/chat/sessions/{log.session_id}/", f"/api/chat/sessions/{log.session_id}"):
         response = token_client.get(url)
         assert response.status_code == 200, url
@@ -57,14 +65,14 @@ def test_stored_json_comes_back_untouched(token_client, maya):
         {"source": "s3", "title": "t", "cited_text": "c", "extra": [1, {"b": 2, "a": 1}]},
         {"source": "s4", "title": "日本 💳", "cited_text": "c"},
     ]
-    log = ChatLogFactory(session__user=maya, citations=odd, inline_citations=[{"legacy": True}])
+    log = ChatLogFactory.create(session__user=maya, citations=odd, inline_citations=[{"legacy": True}])
     body = token_client.get(f"/api/chat/sessions/{log.session_id}/").json()
     assert body["messages"][0]["citations"] == odd
     assert body["messages"][0]["inline_citations"] == [{"legacy": True}]
 
 
 def test_other_users_missing_and_malformed_ids_are_the_same_404(token_client, other_user):
-    theirs = ChatSessionFactory(user=other_user)
+    theirs = ChatSessionFactory.create(user=other_user)
     responses = [
         token_client.get(f"/api/chat/sessions/{theirs.id}/"),
         token_client.get("/api/chat/sessions/00000000-0000-4000-8000-000000000000/"),
@@ -91,17 +99,17 @@ def test_bad_token_is_401(db):
 
 def test_session_auth_works(maya, client):
     client.force_login(maya)
-    log = ChatLogFactory(session__user=maya)
+    log = ChatLogFactory.create(session__user=maya)
     assert client.get(f"/api/chat/sessions/{log.session_id}/").status_code == 200
     assert client.get("/api/chat/sessions/").json()["count"] == 1
 
 
 def test_list_is_the_callers_sessions_newest_first_with_counts(token_client, maya, other_user):
-    older = ChatSessionFactory(user=maya, title="older")
-    newer = ChatSessionFactory(user=maya, title="newer")
-    ChatSessionFactory(user=other_user, title="theirs")
+    older = ChatSessionFactory.create(user=maya, title="older")
+    newer = ChatSessionFactory.create(user=maya, title="newer")
+    ChatSessionFactory.create(user=other_user, title="theirs")
     ChatLogFactory.create_batch(3, session=older)
-    ChatLogFactory(session=newer)
+    ChatLogFactory.create(session=newer)
 
     body = token_client.get("/api/chat/sessions/").json()
 
@@ -120,7 +128,7 @@ def test_list_is_paginated(token_client, maya):
 
 
 def test_detail_query_count_is_pinned(token_client, maya):
-    session = ChatSessionFactory(user=maya)
+    session = ChatSessionFactory.create(user=maya)
     ChatLogFactory.create_batch(25, session=session)
     with CaptureQueriesContext(connection) as queries:
         response = token_client.get(f"/api/chat/sessions/{session.id}/")
@@ -131,9 +139,9 @@ def test_detail_query_count_is_pinned(token_client, maya):
 
 
 def test_messages_are_oldest_first(token_client, maya):
-    session = ChatSessionFactory(user=maya)
-    late = ChatLogFactory(session=session, created_at="2026-11-03T00:00:00Z")
-    early = ChatLogFactory(session=session, created_at="2026-11-01T00:00:00Z")
+    session = ChatSessionFactory.create(user=maya)
+    late = ChatLogFactory.create(session=session, created_at="2026-11-03T00:00:00Z")
+    early = ChatLogFactory.create(session=session, created_at="2026-11-01T00:00:00Z")
     body = token_client.get(f"/api/chat/sessions/{session.id}/").json()
     assert [m["id"] for m in body["messages"]] == [str(early.id), str(late.id)]
 
@@ -152,7 +160,18 @@ def test_schema_describes_the_target_union(client, db):
     union = citations["items"]["properties"]["target"]
     assert union["discriminator"] == {"propertyName": "kind"}
     assert [variant["properties"]["kind"]["enum"] for variant in union["oneOf"]] == [
-        [kind] for kind in ("web", "tax_reference", "card_document", "mortgage_reference", "market_data", "analysis", "account", "accounts", "portfolio")
+        [kind]
+        for kind in (
+            "web",
+            "tax_reference",
+            "card_document",
+            "mortgage_reference",
+            "market_data",
+            "analysis",
+            "account",
+            "accounts",
+            "portfolio",
+        )
     ]
     account = union["oneOf"][6]
     assert account["required"] == ["kind", "accountId", "provider"]
@@ -175,7 +194,7 @@ def test_unmatched_api_urls_get_the_same_json_404(token_client, url):
 
 
 def test_session_ids_have_one_spelling(token_client, maya):
-    session = ChatSessionFactory(user=maya)
+    session = ChatSessionFactory.create(user=maya)
     assert token_client.get(f"/api/chat/sessions/{str(session.id).upper()}/").status_code == 200
     for spelling in (f"{{{session.id}}}", f"urn:uuid:{session.id}", session.id.hex):
         assert token_client.get(f"/api/chat/sessions/{spelling}/").status_code == 404, spelling
@@ -211,9 +230,11 @@ def test_message_counts_are_right_on_a_deeper_page(token_client, maya, other_use
     sessions = ChatSessionFactory.create_batch(53, user=maya)
     for n, session in enumerate(sessions[:3]):  # the 3 oldest: on page 2
         ChatLogFactory.create_batch(n + 1, session=session)
-    ChatLogFactory.create_batch(4, session=ChatSessionFactory(user=other_user))
+    ChatLogFactory.create_batch(4, session=ChatSessionFactory.create(user=other_user))
     with CaptureQueriesContext(connection) as queries:
         body = token_client.get("/api/chat/sessions/?page=2").json()
     assert len(queries) == 3, [q["sql"] for q in queries]
     assert body["count"] == 53 and body["previous"].endswith("/api/chat/sessions/")
-    assert [(s["id"], s["message_count"]) for s in body["results"]] == [(str(s.id), 3 - n) for n, s in enumerate(reversed(sessions[:3]))]
+    assert [(s["id"], s["message_count"]) for s in body["results"]] == [
+        (str(s.id), 3 - n) for n, s in enumerate(reversed(sessions[:3]))
+    ]

@@ -1,4 +1,4 @@
-"""The session detail's newer points (SPEC section 10): ETag and 304, `?after=`, a body streamed in chunks."""
+"""The session detail's newer points (docs/api.md): ETag and 304, `?after=`, a body streamed in chunks."""
 
 from __future__ import annotations
 

@@ -5,10 +5,12 @@ data through DRF's `JSONRenderer`. Bodies are compared parsed, with every
 object as its list of (key, value) pairs, so key order counts too (both read
 the same stored JSON: written order on SQLite, jsonb order on PostgreSQL).
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -23,7 +25,12 @@ from tests.factories import ChatLogFactory, ChatSessionFactory
 pytestmark = pytest.mark.django_db
 
 ODD_CITATIONS = [
-    {"source": "silvia://weather/austin", "title": "日本 💳 é\u0301", "cited_text": 'q"uo\\te\n\t\u0001', "target": {"kind": "weather", "city": "Austin"}},
+    {
+        "source": "silvia://weather/austin",
+        "title": "日本 💳 é\u0301",
+        "cited_text": 'q"uo\\te\n\t\u0001',
+        "target": {"kind": "weather", "city": "Austin"},
+    },
     {"source": "s", "title": None, "cited_text": "c", "target": {"kind": "account"}},
     {"z": 1, "a": 2, "m": {"y": [1, {"b": 2, "a": 1}], "x": None}},
     {"floats": [1e-7, 0.1 + 0.2, 1.5e300, -2.5, 310.0, 0.0], "ints": [2**70, -(2**63), 0, 12345678901234567890]},
@@ -32,7 +39,7 @@ ODD_CITATIONS = [
 ]
 
 
-def _pairs(body: bytes) -> object:
+def _pairs(body: bytes) -> Any:
     """The body parsed strictly (no NaN/Infinity), objects as (key, value) lists."""
 
     def refuse(name: str) -> object:
@@ -48,18 +55,22 @@ def _serializer_body(session) -> bytes:
 
 
 def test_odd_stored_values_come_back_as_the_serializer_gave_them(token_client, maya):
-    session = ChatSessionFactory(user=maya, title="Taxes 🧾 \u2028 2026")
-    ChatLogFactory(session=session, citations=ODD_CITATIONS, inline_citations=[{"legacy": True, "start": 0, "end": 1}])
+    session = ChatSessionFactory.create(user=maya, title="Taxes 🧾 \u2028 2026")
+    ChatLogFactory.create(
+        session=session, citations=ODD_CITATIONS, inline_citations=[{"legacy": True, "start": 0, "end": 1}]
+    )
     # Odd entries, as old or damaged rows may hold (a column that is not a
     # list at all is refused by the check constraints of migration 0003).
-    ChatLogFactory(session=session, citations=['[{"source": "silvia://analysis"}]'], inline_citations=[{"kind": "odd"}, None, 7])
-    ChatLogFactory(
+    ChatLogFactory.create(
+        session=session, citations=['[{"source": "silvia://analysis"}]'], inline_citations=[{"kind": "odd"}, None, 7]
+    )
+    ChatLogFactory.create(
         session=session,
         user_message="line\u2028separator\u2029paragraph",
         response="ünïcödé",
         citations=[{"source": "s", "title": "t", "cited_text": "a\u2028b"}],
         inline_citations=[],
-        created_at=dt.datetime(2026, 11, 30, 8, 1, 2, 34, tzinfo=dt.timezone.utc),
+        created_at=dt.datetime(2026, 11, 30, 8, 1, 2, 34, tzinfo=dt.UTC),
     )
 
     response = token_client.get(f"/api/chat/sessions/{session.id}/")
@@ -72,8 +83,8 @@ def test_odd_stored_values_come_back_as_the_serializer_gave_them(token_client, m
 @pytest.mark.parametrize("where", ["title", "user_message", "cited_text"])
 def test_line_and_paragraph_separators_are_escaped_as_drf_does(maya, where):
     odd = "a\u2028b\u2029c"
-    session = ChatSessionFactory(user=maya, title=odd if where == "title" else "t")
-    ChatLogFactory(
+    session = ChatSessionFactory.create(user=maya, title=odd if where == "title" else "t")
+    ChatLogFactory.create(
         session=session,
         user_message=odd if where == "user_message" else "m",
         citations=[{"source": "s", "title": "t", "cited_text": odd if where == "cited_text" else "x"}],
@@ -89,7 +100,9 @@ def test_line_and_paragraph_separators_are_escaped_as_drf_does(maya, where):
 def test_key_order_is_the_stored_order_on_sqlite(maya):
     if connection.vendor != "sqlite":
         pytest.skip("jsonb keeps its own key order; the serializer comparison covers PostgreSQL")
-    log = ChatLogFactory(session__user=maya, citations=[{"z": 1, "a": 2, "target": {"provider": None, "kind": "account"}}])
+    log = ChatLogFactory.create(
+        session__user=maya, citations=[{"z": 1, "a": 2, "target": {"provider": None, "kind": "account"}}]
+    )
 
     message = _pairs(session_detail_json(session=log.session).body)[-1][1][0]  # ("messages", [message])
 
@@ -98,8 +111,8 @@ def test_key_order_is_the_stored_order_on_sqlite(maya):
 
 def test_dates_follow_drf_format_and_the_current_time_zone(token_client, maya, settings):
     settings.TIME_ZONE = "America/Chicago"
-    session = ChatSessionFactory(user=maya, created_at=dt.datetime(2026, 7, 1, 12, tzinfo=dt.timezone.utc))
-    ChatLogFactory(session=session, created_at=dt.datetime(2026, 1, 2, 3, 4, 5, 600, tzinfo=dt.timezone.utc))
+    session = ChatSessionFactory.create(user=maya, created_at=dt.datetime(2026, 7, 1, 12, tzinfo=dt.UTC))
+    ChatLogFactory.create(session=session, created_at=dt.datetime(2026, 1, 2, 3, 4, 5, 600, tzinfo=dt.UTC))
 
     body = json.loads(token_client.get(f"/api/chat/sessions/{session.id}").content)
 
@@ -109,13 +122,13 @@ def test_dates_follow_drf_format_and_the_current_time_zone(token_client, maya, s
 
 
 def test_utc_dates_end_in_z(maya):
-    log = ChatLogFactory(session__user=maya, created_at=dt.datetime(2026, 11, 30, 9, 0, 0, 5, tzinfo=dt.timezone.utc))
+    log = ChatLogFactory.create(session__user=maya, created_at=dt.datetime(2026, 11, 30, 9, 0, 0, 5, tzinfo=dt.UTC))
     body = json.loads(session_detail_json(session=log.session).body)
     assert body["messages"][0]["created_at"] == "2026-11-30T09:00:00.000005Z"
 
 
 def test_empty_session_has_no_messages(token_client, maya):
-    session = ChatSessionFactory(user=maya)
+    session = ChatSessionFactory.create(user=maya)
     response = token_client.get(f"/api/chat/sessions/{session.id}/")
     assert response.status_code == 200
     assert _pairs(response.content) == _pairs(_serializer_body(session))
@@ -123,7 +136,7 @@ def test_empty_session_has_no_messages(token_client, maya):
 
 
 def test_indented_json_is_still_honoured(token_client, maya):
-    log = ChatLogFactory(session__user=maya)
+    log = ChatLogFactory.create(session__user=maya)
     response = token_client.get(f"/api/chat/sessions/{log.session_id}/", HTTP_ACCEPT="application/json; indent=2")
     assert response.status_code == 200
     assert b'\n  "id": ' in response.content
@@ -137,8 +150,10 @@ def test_not_found_body_is_unchanged(token_client):
 
 
 def test_message_rows_hold_the_json_columns_as_text(maya):
-    log = ChatLogFactory(session__user=maya, citations=ODD_CITATIONS)
-    [(log_id, citations, inline)] = session_message_rows(session=log.session, fields=["id", "citations", "inline_citations"])
+    log = ChatLogFactory.create(session__user=maya, citations=ODD_CITATIONS)
+    [(log_id, citations, inline)] = session_message_rows(
+        session=log.session, fields=["id", "citations", "inline_citations"]
+    )
     assert log_id == log.id
     # As the ORM decodes it (jsonb spells 1.5e300 with all its digits: an int once parsed).
     stored = ChatLog.objects.get(pk=log.pk)

@@ -1,4 +1,5 @@
 """`manage.py backfill_citation_targets` and the data migration, end to end (docs/backfill.md)."""
+
 from __future__ import annotations
 
 import ast
@@ -32,7 +33,9 @@ def _id(n: int) -> uuid.UUID:
 
 def _old(n: int, *sources: str) -> ChatLog:
     citations = [{"source": s, "title": "t", "cited_text": f"c{i}"} for i, s in enumerate(sources)]
-    return ChatLogFactory(id=_id(n), citations=citations, inline_citations=[{**c, "start": 0, "end": 1} for c in citations])
+    return ChatLogFactory.create(
+        id=_id(n), citations=citations, inline_citations=[{**c, "start": 0, "end": 1} for c in citations]
+    )
 
 
 def _run(*args):
@@ -53,15 +56,16 @@ def _table():
 def test_report_counts_rows_kinds_and_malformed_ids():
     _old(1, "silvia://your-portfolio", "silvia://market-data/finnhub/msft", "https://example.org/")
     _old(2, "silvia://credit-card-corpus/chase/freedom.md")
-    ChatLogFactory(id=_id(3))  # typed by the service
-    ChatLogFactory(id=_id(4), citations=["[]"])  # a list holding a string: the constraint allows it
+    ChatLogFactory.create(id=_id(3))  # typed by the service
+    ChatLogFactory.create(id=_id(4), citations=["[]"])  # a list holding a string: the constraint allows it
 
     code, out, err = _run("--batch-size", 2)
 
     assert code == 0, err
     assert out.splitlines() == [
         "rows scanned 4, changed 2",
-        "citations and inline citations typed 6 (card_document 2, market_data 2, portfolio 2), already typed 2, left untyped 2",
+        "citations and inline citations typed 6 (card_document 2, market_data 2, portfolio 2), "
+        "already typed 2, left untyped 2",
         "malformed rows skipped 1",
         f"  {_id(4)}: citations holds a non-object",
     ]
@@ -160,7 +164,7 @@ def test_progress_bar_on_a_terminal(monkeypatch):
     for n in range(1, 4):
         _old(n, "silvia://analysis")
 
-    code, out, err = _run("--batch-size", 1)
+    code, _out, err = _run("--batch-size", 1)
 
     assert code == 0 and err == ""  # no plain lines: the bar has it
     bar = terminal.getvalue()
@@ -169,7 +173,10 @@ def test_progress_bar_on_a_terminal(monkeypatch):
 
 def test_progress_line_shows_rate_and_eta():
     report = backfill_module.BackfillReport(rows_scanned=250, rows_changed=100, last_id="x")
-    assert backfill_text.progress_line(report, 1000, 2.0) == "backfill: 250/1000 rows (25%), 100 changed, 125 rows/s, ETA 6s, after x"
+    assert (
+        backfill_text.progress_line(report, 1000, 2.0)
+        == "backfill: 250/1000 rows (25%), 100 changed, 125 rows/s, ETA 6s, after x"
+    )
 
 
 # --- the data migration ----------------------------------------------------------
@@ -192,6 +199,7 @@ def test_the_migration_and_its_frozen_code_import_nothing_from_the_project():
     # Frozen history (docs/backfill.md): a later change to chat or citations
     # must not change what 0002 does.
     for module in (MIGRATION, FROZEN):
+        assert module.__file__ is not None
         tree = ast.parse(Path(module.__file__).read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}

@@ -3,6 +3,7 @@
 Plus the pure list helper it applies to each column
 (`citations.backfill.backfill_citation_list`).
 """
+
 from __future__ import annotations
 
 import json
@@ -74,18 +75,25 @@ def _old(n: int, *sources: str, **extra) -> ChatLog:
     """A row saved before targets existed: one untyped citation per source."""
     citations = [{"source": s, "title": f"t{i}", "cited_text": f"c{i}"} for i, s in enumerate(sources)]
     inline = [{**c, "start": 2 * i, "end": 2 * i + 1} for i, c in enumerate(citations)]
-    return ChatLogFactory(id=_id(n), citations=citations, inline_citations=inline, **extra)
+    return ChatLogFactory.create(id=_id(n), citations=citations, inline_citations=inline, **extra)
 
 
 # --- the pure helper ---------------------------------------------------------
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
 sources = st.sampled_from(
-    ["silvia://your-portfolio", "silvia://analysis", "silvia://market-data/finnhub/brk.b", "silvia://your-account/x", "https://a.example/", "silvia://tax-authority/p.md"]
+    [
+        "silvia://your-portfolio",
+        "silvia://analysis",
+        "silvia://market-data/finnhub/brk.b",
+        "silvia://your-account/x",
+        "https://a.example/",
+        "silvia://tax-authority/p.md",
+    ]
 )
-entries = st.dictionaries(st.sampled_from(["source", "title", "cited_text", "start", "target", "extra"]), json_scalars) | st.fixed_dictionaries(
-    {"source": sources, "title": st.text(max_size=3)}
-)
+entries = st.dictionaries(
+    st.sampled_from(["source", "title", "cited_text", "start", "target", "extra"]), json_scalars
+) | st.fixed_dictionaries({"source": sources, "title": st.text(max_size=3)})
 
 
 @given(st.lists(entries, max_size=6))
@@ -93,9 +101,10 @@ def test_list_helper_only_appends_targets_and_is_idempotent(value):
     snapshot = json.dumps(value)
     result = backfill_citation_list(value)
 
+    assert result is not None  # a list of objects is never malformed
     assert json.dumps(value) == snapshot  # the input is not mutated
     assert len(result.value) == len(value)
-    for before, after in zip(value, result.value):
+    for before, after in zip(value, result.value, strict=True):
         if after is before:
             continue
         assert "target" not in before
@@ -103,10 +112,12 @@ def test_list_helper_only_appends_targets_and_is_idempotent(value):
         assert {k: v for k, v in after.items() if k != "target"} == before
     assert len(result.typed) + result.already_typed + result.left_untyped == len(value)
     again = backfill_citation_list(result.value)
-    assert not again.changed and again.value == result.value
+    assert again is not None and not again.changed and again.value == result.value
 
 
-@pytest.mark.parametrize("value", [None, {}, {"source": "silvia://analysis"}, "[]", 3, [{"source": "silvia://analysis"}, "x"], [None]])
+@pytest.mark.parametrize(
+    "value", [None, {}, {"source": "silvia://analysis"}, "[]", 3, [{"source": "silvia://analysis"}, "x"], [None]]
+)
 def test_list_helper_refuses_what_is_not_a_list_of_objects(value):
     assert backfill_citation_list(value) is None
 
@@ -118,7 +129,7 @@ def test_list_helper_refuses_what_is_not_a_list_of_objects(value):
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_case_through_the_database(case):
     citation = case["citation"]
-    log = ChatLogFactory(citations=[citation], inline_citations=[{**citation, "start": 0, "end": 1}])
+    log = ChatLogFactory.create(citations=[citation], inline_citations=[{**citation, "start": 0, "end": 1}])
     before = {column: _stored_text(log.id, column) for column in ("citations", "inline_citations")}
 
     report = _run()
@@ -143,50 +154,131 @@ def test_case_through_the_database(case):
 
 @pytest.mark.django_db
 def test_mixed_table_ends_exactly_as_expected():
-    session = ChatSessionFactory()
-    old = ChatLogFactory(
+    session = ChatSessionFactory.create()
+    old = ChatLogFactory.create(
         id=_id(1),
         session=session,
         citations=[
             {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000"},
             {"source": "silvia://your-account/checking", "title": "Checking", "cited_text": "balance"},
-            {"cited_text": "up 2%", "source": "silvia://market-data/finnhub/aapl", "title": None, "extra": [1, {"b": 2}]},
+            {
+                "cited_text": "up 2%",
+                "source": "silvia://market-data/finnhub/aapl",
+                "title": None,
+                "extra": [1, {"b": 2}],
+            },
         ],
         inline_citations=[
-            {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 0, "end": 4},
+            {
+                "source": "silvia://your-portfolio",
+                "title": "Your portfolio",
+                "cited_text": "total: 1000",
+                "start": 0,
+                "end": 4,
+            },
             {"source": "silvia://market-data/finnhub/aapl", "title": None, "cited_text": "up 2%", "start": 5, "end": 9},
-            {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 10, "end": 14, "target": {"kind": "nonsense"}},
+            {
+                "source": "silvia://your-portfolio",
+                "title": "Your portfolio",
+                "cited_text": "total: 1000",
+                "start": 10,
+                "end": 14,
+                "target": {"kind": "nonsense"},
+            },
         ],
     )
-    typed = ChatLogFactory(id=_id(2), session=session)  # saved by the service: typed already
+    typed = ChatLogFactory.create(id=_id(2), session=session)  # saved by the service: typed already
     web_only = _old(3, "https://www.irs.gov/publications/p590a", "silvia://search/search_web", session=session)
-    half = ChatLogFactory(
+    half = ChatLogFactory.create(
         id=_id(4),
         session=session,
-        citations=[{"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "target": {"kind": "tax_reference", "url": None}}],
-        inline_citations=[{"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "start": 0, "end": 1}],
+        citations=[
+            {
+                "source": "silvia://tax-authority/irs/p17.md",
+                "title": "Pub 17",
+                "cited_text": "x",
+                "target": {"kind": "tax_reference", "url": None},
+            }
+        ],
+        inline_citations=[
+            {"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "start": 0, "end": 1}
+        ],
     )
-    malformed = ChatLogFactory(id=_id(5), session=session, citations=[{"source": "silvia://analysis"}, 5], inline_citations=[{"source": "silvia://analysis"}])
-    untouched = {log.id: {c: _stored_text(log.id, c) for c in ("citations", "inline_citations")} for log in (typed, web_only, malformed)}
+    malformed = ChatLogFactory.create(
+        id=_id(5),
+        session=session,
+        citations=[{"source": "silvia://analysis"}, 5],
+        inline_citations=[{"source": "silvia://analysis"}],
+    )
+    untouched = {
+        log.id: {c: _stored_text(log.id, c) for c in ("citations", "inline_citations")}
+        for log in (typed, web_only, malformed)
+    }
 
     report = _run(batch_size=2)
 
     old.refresh_from_db()
     assert old.citations == [
-        {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "target": {"kind": "portfolio"}},
+        {
+            "source": "silvia://your-portfolio",
+            "title": "Your portfolio",
+            "cited_text": "total: 1000",
+            "target": {"kind": "portfolio"},
+        },
         {"source": "silvia://your-account/checking", "title": "Checking", "cited_text": "balance"},
-        {"cited_text": "up 2%", "source": "silvia://market-data/finnhub/aapl", "title": None, "extra": [1, {"b": 2}], "target": {"kind": "market_data", "ticker": "AAPL"}},
+        {
+            "cited_text": "up 2%",
+            "source": "silvia://market-data/finnhub/aapl",
+            "title": None,
+            "extra": [1, {"b": 2}],
+            "target": {"kind": "market_data", "ticker": "AAPL"},
+        },
     ]
     assert old.inline_citations == [
-        {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 0, "end": 4, "target": {"kind": "portfolio"}},
-        {"source": "silvia://market-data/finnhub/aapl", "title": None, "cited_text": "up 2%", "start": 5, "end": 9, "target": {"kind": "market_data", "ticker": "AAPL"}},
-        {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1000", "start": 10, "end": 14, "target": {"kind": "nonsense"}},
+        {
+            "source": "silvia://your-portfolio",
+            "title": "Your portfolio",
+            "cited_text": "total: 1000",
+            "start": 0,
+            "end": 4,
+            "target": {"kind": "portfolio"},
+        },
+        {
+            "source": "silvia://market-data/finnhub/aapl",
+            "title": None,
+            "cited_text": "up 2%",
+            "start": 5,
+            "end": 9,
+            "target": {"kind": "market_data", "ticker": "AAPL"},
+        },
+        {
+            "source": "silvia://your-portfolio",
+            "title": "Your portfolio",
+            "cited_text": "total: 1000",
+            "start": 10,
+            "end": 14,
+            "target": {"kind": "nonsense"},
+        },
     ]
     assert _counts(old.pk) == (3, 2, 1, 0)
     half.refresh_from_db()
-    assert half.citations == [{"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "target": {"kind": "tax_reference", "url": None}}]
+    assert half.citations == [
+        {
+            "source": "silvia://tax-authority/irs/p17.md",
+            "title": "Pub 17",
+            "cited_text": "x",
+            "target": {"kind": "tax_reference", "url": None},
+        }
+    ]
     assert half.inline_citations == [
-        {"source": "silvia://tax-authority/irs/p17.md", "title": "Pub 17", "cited_text": "x", "start": 0, "end": 1, "target": {"kind": "tax_reference", "url": None}}
+        {
+            "source": "silvia://tax-authority/irs/p17.md",
+            "title": "Pub 17",
+            "cited_text": "x",
+            "start": 0,
+            "end": 1,
+            "target": {"kind": "tax_reference", "url": None},
+        }
     ]
     assert _counts(half.pk) == (1, 1, 0, 0)
     for log_id, columns in untouched.items():
@@ -230,7 +322,11 @@ def test_malformed_rows_are_reported_and_untouched():
         # array (tests/test_admin_queries.py).
         _id(1): ("citations", "[null]", "citations holds a non-object"),
         _id(2): ("citations", '[[{"source": "silvia://analysis"}]]', "citations holds a non-object"),
-        _id(3): ("citations", json.dumps([json.dumps({"source": "silvia://analysis"})]), "citations holds a non-object"),
+        _id(3): (
+            "citations",
+            json.dumps([json.dumps({"source": "silvia://analysis"})]),
+            "citations holds a non-object",
+        ),
         _id(4): ("citations", '[{"source": "silvia://analysis"}, 7]', "citations holds a non-object"),
         # The other column typeable: the row is still skipped whole.
         _id(5): ("inline_citations", '["[]"]', "inline_citations holds a non-object"),
@@ -294,12 +390,16 @@ def test_a_second_run_changes_nothing():
     for n in range(1, 4):
         _old(n, "silvia://analysis", "silvia://mortgage-code/cfr/12/1026.md", "https://example.org/")
     _run(batch_size=2)
-    before = {log.id: [_stored_text(log.id, c) for c in ("citations", "inline_citations")] for log in ChatLog.objects.all()}
+    before = {
+        log.id: [_stored_text(log.id, c) for c in ("citations", "inline_citations")] for log in ChatLog.objects.all()
+    }
 
     again = _run(batch_size=2)
 
     assert again.rows_changed == 0 and again.typed_total == 0 and again.rows_scanned == 3
-    assert {log.id: [_stored_text(log.id, c) for c in ("citations", "inline_citations")] for log in ChatLog.objects.all()} == before
+    assert {
+        log.id: [_stored_text(log.id, c) for c in ("citations", "inline_citations")] for log in ChatLog.objects.all()
+    } == before
 
 
 @pytest.mark.django_db
@@ -338,7 +438,7 @@ def test_an_empty_table_is_one_empty_scan():
 def test_each_batch_writes_its_changed_rows_in_one_statement(django_assert_num_queries):
     for n in range(1, 5):
         _old(n, "silvia://analysis")
-    ChatLogFactory(id=_id(5))  # typed already: read, never locked nor written
+    ChatLogFactory.create(id=_id(5))  # typed already: read, never locked nor written
 
     # Savepoints of transaction.atomic inside the test's transaction: 2 per
     # batch that writes. Batch 1 (rows 1-3): scan, lock+re-read, one UPDATE.
@@ -370,7 +470,10 @@ def test_a_write_between_scan_and_lock_is_kept(monkeypatch):
     report = _run()
 
     log = ChatLog.objects.get(pk=_id(1))
-    assert log.citations == [{**newer[0], "target": {"kind": "analysis"}}, {**newer[1], "target": {"kind": "portfolio"}}]
+    assert log.citations == [
+        {**newer[0], "target": {"kind": "analysis"}},
+        {**newer[1], "target": {"kind": "portfolio"}},
+    ]
     assert report.typed == Counter({"analysis": 2, "portfolio": 1})
 
 
@@ -412,7 +515,7 @@ def test_a_row_held_by_another_connection_keeps_its_update():
     def backfill_in_thread():
         try:
             outcome["report"] = _run()
-        except BaseException as error:  # noqa: BLE001 - reported by the test below
+        except BaseException as error:  # reported by the test below
             outcome["error"] = error
         finally:
             connections.close_all()

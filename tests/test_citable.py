@@ -9,8 +9,8 @@ from django.utils.text import slugify
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citations.accounts import account_ref_from_row
 from citations import citable
+from citations.accounts import account_ref_from_row
 from citations.citable import (
     LABEL_COLUMNS,
     LIBRARY_TOOLS,
@@ -25,6 +25,7 @@ from citations.targets import (
     AccountsTarget,
     AnalysisTarget,
     CardDocumentTarget,
+    CitationTarget,
     MortgageReferenceTarget,
     PortfolioTarget,
     TaxReferenceTarget,
@@ -86,7 +87,7 @@ def test_to_block_is_the_anthropic_search_result_without_target():
 
 @pytest.mark.parametrize("tool", ["", "execute_javascript", "EXECUTE_SQL", None, 5, ["execute_sql"]])
 def test_unknown_tool_gives_no_blocks(tool):
-    assert to_citable_content(tool, {"query": "q"}, {"rows": []}) == []  # type: ignore[arg-type]
+    assert to_citable_content(tool, {"query": "q"}, {"rows": []}) == []
 
 
 # --- execute_sql -----------------------------------------------------------
@@ -118,7 +119,9 @@ def test_sql_columns_give_the_order():
     # Without columns, the row's own order.
     assert list(_sql(rows)[0].texts) == ["current_balance: 1.5; extra: x; account_name: Checking"]
     # A malformed columns value is ignored.
-    assert list(_sql(rows, columns="account_name")[0].texts) == ["current_balance: 1.5; extra: x; account_name: Checking"]
+    assert list(_sql(rows, columns="account_name")[0].texts) == [
+        "current_balance: 1.5; extra: x; account_name: Checking"
+    ]
 
 
 def test_no_rows_is_the_portfolio_with_a_saying_text():
@@ -127,7 +130,9 @@ def test_no_rows_is_the_portfolio_with_a_saying_text():
     assert list(result.texts) == ["The query returned no rows."]
 
 
-@pytest.mark.parametrize("output", [{}, {"rows": None}, {"rows": {"a": 1}}, {"rows": "x"}, {"error": "syntax error"}, None, [], "rows"])
+@pytest.mark.parametrize(
+    "output", [{}, {"rows": None}, {"rows": {"a": 1}}, {"rows": "x"}, {"error": "syntax error"}, None, [], "rows"]
+)
 def test_sql_without_a_rows_list_gives_no_blocks(output):
     assert to_citable_content("execute_sql", {"query": "q"}, output) == []
 
@@ -267,7 +272,11 @@ def test_unhashable_cells_are_fine():
     ]
     assert _summary(_sql(rows)) == [
         {"source": "silvia://your-account/a", "title": "A", "target": None},
-        {"source": "silvia://your-account/b", "title": "B", "target": {"kind": "account", "accountId": OTHER_ID, "provider": None}},
+        {
+            "source": "silvia://your-account/b",
+            "title": "B",
+            "target": {"kind": "account", "accountId": OTHER_ID, "provider": None},
+        },
         {"source": "silvia://your-account/x", "title": "['x']", "target": None},
     ]
 
@@ -293,7 +302,10 @@ def test_row_texts_behave_as_a_sequence():
 
 
 def test_render_sql_row_edge_values():
-    assert render_sql_row({"a": float("nan"), "b": float("inf"), "c": 10**20, "d": -0.0}) == "a: nan; b: inf; c: 100000000000000000000; d: -0.0"
+    assert (
+        render_sql_row({"a": float("nan"), "b": float("inf"), "c": 10**20, "d": -0.0})
+        == "a: nan; b: inf; c: 100000000000000000000; d: -0.0"
+    )
     assert render_sql_row({"big": 10**5000}).startswith("big: 0x")
     assert render_sql_row(None) == "null"
 
@@ -351,8 +363,16 @@ def test_pieces_keep_their_order_and_share_blocks():
     results = _py(stdout, code="import finnhub")
     assert _summary(results) == [
         {"source": "silvia://market-data/finnhub", "title": "Live data", "target": {"kind": "analysis"}},
-        {"source": "silvia://market-data/finnhub/AAPL", "title": "AAPL market data", "target": {"kind": "market_data", "ticker": "AAPL"}},
-        {"source": "silvia://market-data/finnhub/MSFT", "title": "MSFT market data", "target": {"kind": "market_data", "ticker": "MSFT"}},
+        {
+            "source": "silvia://market-data/finnhub/AAPL",
+            "title": "AAPL market data",
+            "target": {"kind": "market_data", "ticker": "AAPL"},
+        },
+        {
+            "source": "silvia://market-data/finnhub/MSFT",
+            "title": "MSFT market data",
+            "target": {"kind": "market_data", "ticker": "MSFT"},
+        },
     ]
     assert _texts(results) == {
         "silvia://market-data/finnhub": ["Quotes:", "then", '{"c": 4}', "42"],
@@ -364,10 +384,7 @@ def test_pieces_keep_their_order_and_share_blocks():
 @pytest.mark.parametrize("where", ["code", "stdout"])
 def test_finnhub_in_any_case_in_code_or_stdout(where):
     stdout = '{"symbol": "VTI", "c": 1}'
-    if where == "code":
-        results = _py(stdout, code="from FinnHub import Client")
-    else:
-        results = _py(stdout + "\nsource: FINNHUB")
+    results = _py(stdout, code="from FinnHub import Client") if where == "code" else _py(stdout + "\nsource: FINNHUB")
     assert results[0].source == "silvia://market-data/finnhub/VTI"
 
 
@@ -443,8 +460,16 @@ def test_exa_and_finnhub_mixed():
     assert _summary(results) == [
         {"source": "https://a.example/x", "title": "A", "target": {"kind": "web", "url": "https://a.example/x"}},
         {"source": "silvia://market-data/finnhub", "title": "Live data", "target": {"kind": "analysis"}},
-        {"source": "https://c.example/z", "title": "https://c.example/z", "target": {"kind": "web", "url": "https://c.example/z"}},
-        {"source": "silvia://market-data/finnhub/AAPL", "title": "AAPL market data", "target": {"kind": "market_data", "ticker": "AAPL"}},
+        {
+            "source": "https://c.example/z",
+            "title": "https://c.example/z",
+            "target": {"kind": "web", "url": "https://c.example/z"},
+        },
+        {
+            "source": "silvia://market-data/finnhub/AAPL",
+            "title": "AAPL market data",
+            "target": {"kind": "market_data", "ticker": "AAPL"},
+        },
     ]
     texts = _texts(results)
     assert texts["https://a.example/x"] == ["alpha", "alpha 2"]
@@ -484,7 +509,9 @@ def test_library_without_url(tool, prefix, kind):
 def test_library_url_is_humanized_and_http_accepted():
     url = "http://uscode.house.gov/download/releasepoints/us/pl/119/99/xml_usc26@119-99.zip"
     [result] = to_citable_content(
-        "read_tax_authority", {"path": "usc/26.xml"}, {"path": "usc/26.xml", "content": "§ 1", "meta": {"source_url": url}}
+        "read_tax_authority",
+        {"path": "usc/26.xml"},
+        {"path": "usc/26.xml", "content": "§ 1", "meta": {"source_url": url}},
     )
     page = "https://uscode.house.gov/view.xhtml?path=/prelim@title26&edition=prelim"
     assert (result.source, result.title, result.target) == (page, "26.xml", TaxReferenceTarget(page))
@@ -493,9 +520,15 @@ def test_library_url_is_humanized_and_http_accepted():
 @pytest.mark.parametrize("source_url", ["ftp://x.example/a", "www.irs.gov/p17", "", 5, None, ["https://a.example"]])
 def test_library_non_http_url_uses_the_corpus_path(source_url):
     [result] = to_citable_content(
-        "read_credit_card_document", {}, {"path": "c.md", "content": "x", "meta": {"source_url": source_url, "title": "T"}}
+        "read_credit_card_document",
+        {},
+        {"path": "c.md", "content": "x", "meta": {"source_url": source_url, "title": "T"}},
     )
-    assert (result.source, result.title, result.target) == ("silvia://credit-card-corpus/c.md", "T", CardDocumentTarget(None))
+    assert (result.source, result.title, result.target) == (
+        "silvia://credit-card-corpus/c.md",
+        "T",
+        CardDocumentTarget(None),
+    )
 
 
 def test_library_path_falls_back_to_the_input():
@@ -537,7 +570,11 @@ def test_search_web_blocks():
     assert _summary(results) == [
         {"source": "https://a.example", "title": "A", "target": {"kind": "web", "url": "https://a.example"}},
         {"source": "silvia://search/search_web", "title": "Web search", "target": None},
-        {"source": "https://b.example", "title": "https://b.example", "target": {"kind": "web", "url": "https://b.example"}},
+        {
+            "source": "https://b.example",
+            "title": "https://b.example",
+            "target": {"kind": "web", "url": "https://b.example"},
+        },
         {"source": "https://c.example", "title": "Only a title", "target": {"kind": "web", "url": "https://c.example"}},
     ]
     assert _texts(results) == {
@@ -563,7 +600,10 @@ json_values = st.recursive(
 )
 
 ids = st.sampled_from([PLAID_ID, OTHER_ID, SNAPTRADE_ID, "short", "1234567890123456789", PLAID_ID + "\n"])
-labels = st.sampled_from(["Checking", "checking", "Credit card", "", " ", "!!!", "Roth IRA (Vanguard)", 1, 1.0, True]) | json_scalars
+labels = (
+    st.sampled_from(["Checking", "checking", "Credit card", "", " ", "!!!", "Roth IRA (Vanguard)", 1, 1.0, True])
+    | json_scalars
+)
 sql_rows = st.fixed_dictionaries(
     {},
     optional={
@@ -579,7 +619,10 @@ sql_rows = st.fixed_dictionaries(
 )
 sql_outputs = st.fixed_dictionaries(
     {"rows": st.lists(sql_rows | json_values, max_size=8) | json_values},
-    optional={"columns": st.lists(st.sampled_from(["current_balance", "account_name", "source"]) | json_values, max_size=4) | json_values},
+    optional={
+        "columns": st.lists(st.sampled_from(["current_balance", "account_name", "source"]) | json_values, max_size=4)
+        | json_values
+    },
 )
 # Rows that keep to the fast path most of the time: dicts, string labels,
 # mostly valid ids.
@@ -623,8 +666,10 @@ tool_calls = st.one_of(
     st.tuples(st.just("execute_sql"), json_values, sql_outputs | json_values),
     st.tuples(
         st.just("execute_python"),
-        st.fixed_dictionaries({}, optional={"code": st.sampled_from(["import finnhub", "x = 1"]) | json_values}) | json_values,
-        st.fixed_dictionaries({}, optional={"stdout": python_stdout | json_values, "stderr": json_values}) | json_values,
+        st.fixed_dictionaries({}, optional={"code": st.sampled_from(["import finnhub", "x = 1"]) | json_values})
+        | json_values,
+        st.fixed_dictionaries({}, optional={"stdout": python_stdout | json_values, "stderr": json_values})
+        | json_values,
     ),
     st.tuples(
         st.sampled_from(sorted(LIBRARY_TOOLS)),
@@ -693,7 +738,7 @@ def test_to_citable_content_never_raises_and_blocks_are_well_formed(call):
             assert parse_citation_target(result.target.to_json()) == result.target
 
 
-def _reference_sql(rows: list) -> list[tuple[str, str, object]]:
+def _reference_sql(rows: list) -> list[tuple[str, str, CitationTarget | None]]:
     """docs/citable.md's execute_sql rule written naively, as an oracle."""
     if not rows:
         return [(PORTFOLIO, "Your portfolio", PortfolioTarget())]
@@ -716,8 +761,9 @@ def _reference_sql(rows: list) -> list[tuple[str, str, object]]:
             group["untyped"] = True
         else:
             group["refs"].append(ref)
-    out = []
+    out: list[tuple[str, str, CitationTarget | None]] = []
     for source, group in groups.items():
+        target: CitationTarget | None
         if group["portfolio"]:
             target = PortfolioTarget()
         elif group["untyped"] or not group["refs"]:
@@ -737,18 +783,44 @@ def test_sql_matches_the_naive_rule(rows):
     _assert_well_formed(results)
     # Every row is rendered into exactly one block: none lost, none repeated.
     rendered = [render_sql_row(row) for row in rows] if isinstance(rows, list) else []
-    assert sorted(t for r in results for t in r.texts if t != citable.EMPTY_ROWS_TEXT) == sorted(
-        t for t in rendered if t.strip()
-    ) or not rows
+    assert (
+        sorted(t for r in results for t in r.texts if t != citable.EMPTY_ROWS_TEXT)
+        == sorted(t for t in rendered if t.strip())
+        or not rows
+    )
 
 
 def test_sql_row_text_leaves_out_the_vendor_and_id_columns():
     # docs/privacy.md: the provider never reaches text a user may see; the
     # golden turns cite exactly this text for these rows.
     rows = [
-        {"source": "plaid", "source_account_id": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U", "account_name": "Credit card", "current_balance": 1250.33},
-        {"source": "plaid", "source_account_id": "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c", "account_name": "Credit card", "current_balance": 310.0},
+        {
+            "source": "plaid",
+            "source_account_id": "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U",
+            "account_name": "Credit card",
+            "current_balance": 1250.33,
+        },
+        {
+            "source": "plaid",
+            "source_account_id": "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c",
+            "account_name": "Credit card",
+            "current_balance": 310.0,
+        },
     ]
     (block,) = to_citable_content("execute_sql", {"query": "q"}, {"rows": rows})
-    assert list(block.texts) == ["account_name: Credit card; current_balance: 1250.33", "account_name: Credit card; current_balance: 310.0"]
-    assert render_sql_row({"account_id": "x" * 20, "snaptrade_account_id": "y", "manual_account_uuid": "z", "account_uuid": "w", "balance": 1}) == "balance: 1"
+    assert list(block.texts) == [
+        "account_name: Credit card; current_balance: 1250.33",
+        "account_name: Credit card; current_balance: 310.0",
+    ]
+    assert (
+        render_sql_row(
+            {
+                "account_id": "x" * 20,
+                "snaptrade_account_id": "y",
+                "manual_account_uuid": "z",
+                "account_uuid": "w",
+                "balance": 1,
+            }
+        )
+        == "balance: 1"
+    )

@@ -164,7 +164,11 @@ def test_uvicorn_serves_admin_css_and_healthz_with_debug_off(tmp_path, collected
 
 def test_uvicorn_healthz_is_503_when_the_database_is_down(tmp_path, collected_static):
     # Nothing listens on port 1: the connection is refused at once.
-    env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:1/nothing", "DATABASE_POOL_TIMEOUT": "1", "DJANGO_STATIC_ROOT": str(collected_static)}
+    env = {
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:1/nothing",
+        "DATABASE_POOL_TIMEOUT": "1",
+        "DJANGO_STATIC_ROOT": str(collected_static),
+    }
     with uvicorn_server(tmp_path / "server.log", env) as server:
         status, _, body = _get(f"{server.url}/healthz")
         output = server.output()

@@ -3,6 +3,7 @@
 Pure: no database. The last test replays every example through the turn assembly
 (docs/citable.md, docs/registry.md, docs/turns.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,15 @@ from citations.corpus import CORPUS_FOLDERS, read_corpus_document
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TURN_FILES = sorted((EXAMPLES / "turns").glob("*.json"))
 TARGET_KINDS = {
-    "web", "tax_reference", "card_document", "mortgage_reference", "market_data",
-    "analysis", "account", "accounts", "portfolio",
+    "web",
+    "tax_reference",
+    "card_document",
+    "mortgage_reference",
+    "market_data",
+    "analysis",
+    "account",
+    "accounts",
+    "portfolio",
 }
 SECTION_4_TOOLS = {"execute_sql", "execute_python", "search_web", *CORPUS_FOLDERS}
 
@@ -105,7 +113,9 @@ def test_example_assembles_and_cites_only_its_own_sources(name, index, record):
     for position, citation in _citations(record):
         for event in record["events"][cursor:position]:
             if event["type"] == "tool_call":
-                written.update(block.source for block in citable.to_citable_content(event["name"], event["input"], event["output"]))
+                written.update(
+                    block.source for block in citable.to_citable_content(event["name"], event["input"], event["output"])
+                )
         cursor = position
         if citation["type"] == "search_result_location":
             assert citation["source"] in written, f"{citation['source']} was not written by an earlier tool call"

@@ -1,4 +1,5 @@
 """`manage.py import_turns` end to end, on real files and the real database."""
+
 from __future__ import annotations
 
 import io
@@ -34,13 +35,30 @@ def _record(n, user="maya", **extra):
         "prompt_version": "v5",
         "user_message": f"question {n}",
         "events": [
-            {"type": "tool_call", "id": "t", "name": "execute_python", "input": {"code": "print(1)"}, "output": {"stdout": "1\n", "stderr": ""}},
+            {
+                "type": "tool_call",
+                "id": "t",
+                "name": "execute_python",
+                "input": {"code": "print(1)"},
+                "output": {"stdout": "1\n", "stderr": ""},
+            },
             {
                 "type": "assistant",
                 "message": {
                     "role": "assistant",
                     "content": [
-                        {"type": "text", "text": "One.", "citations": [{"type": "search_result_location", "source": "silvia://analysis", "title": "Analysis", "cited_text": "1"}]}
+                        {
+                            "type": "text",
+                            "text": "One.",
+                            "citations": [
+                                {
+                                    "type": "search_result_location",
+                                    "source": "silvia://analysis",
+                                    "title": "Analysis",
+                                    "cited_text": "1",
+                                }
+                            ],
+                        }
                     ],
                 },
             },
@@ -190,7 +208,7 @@ def test_a_byte_order_mark_is_not_part_of_the_json(tmp_path, maya):
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(_record(1)).encode())
     jsonl = tmp_path / "bom.jsonl"
     jsonl.write_bytes(b"\xef\xbb\xbf" + json.dumps(_record(2)).encode() + b"\n")
-    code, out, err = _run(path, jsonl)
+    code, _out, err = _run(path, jsonl)
     assert code == 0, err
     assert ChatLog.objects.count() == 2
 
@@ -240,11 +258,15 @@ def test_usernames_are_checked_before_a_user_is_created(tmp_path, db, options, m
 
 
 def test_citation_types_not_recorded_are_counted_in_the_summary(tmp_path, maya):
-    # SPEC 6: a char_location citation is not stored, but reported by type.
+    # docs/turns.md#what-a-turn-stores: a char_location citation is not stored, but reported by type.
     record = _record(7)
     citations = record["events"][1]["message"]["content"][0]["citations"]
-    citations.append({"type": "char_location", "cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1})
-    citations.append({"type": "char_location", "cited_text": "y", "document_index": 0, "start_char_index": 1, "end_char_index": 2})
+    citations.append(
+        {"type": "char_location", "cited_text": "x", "document_index": 0, "start_char_index": 0, "end_char_index": 1}
+    )
+    citations.append(
+        {"type": "char_location", "cited_text": "y", "document_index": 0, "start_char_index": 1, "end_char_index": 2}
+    )
     path = tmp_path / "t.json"
     path.write_text(json.dumps(record))
     code, out, _ = _run(path)

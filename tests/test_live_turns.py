@@ -1,4 +1,4 @@
-"""Live turns (SPEC 11, issue 8): real SDK -> recorded model over HTTP; events == GET."""
+"""Live turns (docs/live.md, issue 8): real SDK -> recorded model over HTTP; events == GET."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def run_turn(client, recorded_model, *steps, **extra):
 
 
 def check_events_equal_get(client, session_id, events):
-    """SPEC 11: what the events carried == what GET returns, field for field."""
+    """docs/live.md: what the events carried == what GET returns, field for field."""
     names = [name for _, name, _ in events]
     assert names[0] == "turn" and names[-3:] == ["citations_summary", "message", "done"]
     assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1))

@@ -1,4 +1,4 @@
-"""Unit tests of the privacy log filters (SPEC section 9); end to end in tests/test_privacy_logs.py."""
+"""Unit tests of the privacy log filters (docs/privacy.md); end to end in tests/test_privacy_logs.py."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def test_every_handler_carries_the_privacy_filter(name):
 
 
 def test_a_logged_path_loses_its_account_segment():
-    # Django logs every 4xx with the path: `/accounts/<id>` pages (SPEC 14) put an id there.
+    # Django logs every 4xx with the path: `/accounts/<id>` pages (docs/pages.md) put an id there.
     record = _record("django.request", "Not Found: %s", (f"/accounts/{ACCOUNT}",))
     PrivacyFilter().filter(record)
     assert record.getMessage() == "Not Found: /accounts/…"
@@ -161,7 +161,7 @@ def test_a_driver_line_keeps_what_it_was_doing_not_the_server_error():
     record = _record(
         "psycopg.pool",
         "error connecting in %r: %s",
-        ("pool-1", f'connection failed: duplicate key value (account_id)=({ACCOUNT})'),
+        ("pool-1", f"connection failed: duplicate key value (account_id)=({ACCOUNT})"),
     )
     PrivacyFilter().filter(record)
     assert record.getMessage() == "error connecting in 'pool-1'"

@@ -1,4 +1,4 @@
-"""The pages in a real browser: Playwright driving Debian's chromium against `live_server` (SPEC 14).
+"""The pages in a real browser: Playwright driving Debian's chromium against `live_server` (docs/pages.md).
 
 Skipped, with the reason, only when /usr/bin/chromium is absent. Screenshots
 of the demo session at 375, 1366 and 1920 px go to var/screenshots/.
@@ -89,10 +89,10 @@ def demo(transactional_db):
     """The demo data of `make run`: examples/turns imported, maya with a password."""
     with open(os.devnull, "w") as quiet:
         call_command("import_turns", str(settings.BASE_DIR / "examples" / "turns"), create_users=True, stdout=quiet)
-    maya = UserFactory(username="maya")
+    maya = UserFactory.create(username="maya")
     maya.set_password(PASSWORD)
     maya.save()
-    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
+    seed_demo_finance(maya=maya, sam=UserFactory.create(username="sam"))
     return maya
 
 
@@ -113,6 +113,7 @@ def page(browser, live_server, demo):
 def test_sign_in_and_open_each_account_of_the_two_cards_chip(page, live_server):
     # The two cards the first turn cites, as imported from examples/turns.
     first = ChatSession.objects.get(pk=CARD_SESSION).logs.order_by("created_at").first()
+    assert first is not None
     card_ids = [ref["accountId"] for ref in first.inline_citations[0]["target"]["accounts"]]
     assert len(card_ids) == 2
     page.get_by_role("link", name="Card balances").click()
@@ -143,7 +144,7 @@ def test_cited_text_opens_from_the_keyboard_and_closes_with_escape(page, live_se
 
 def _log_with(maya, inline, response="Pay the card first."):
     session = ChatSession.objects.create(user=maya, title="Hostile")
-    return ChatLogFactory(session=session, response=response, citations=[], inline_citations=inline)
+    return ChatLogFactory.create(session=session, response=response, citations=[], inline_citations=inline)
 
 
 def test_a_javascript_url_is_not_a_link_and_a_malformed_target_falls_back(page, live_server, demo):
@@ -176,7 +177,7 @@ def test_a_javascript_url_is_not_a_link_and_a_malformed_target_falls_back(page, 
     assert fallback.count() == 1 and fallback.locator(".chip__label").inner_text() == "Checking"
 
 
-# Inputs on which the server presenter and chips.js must agree (SPEC 14's table and its edges).
+# Inputs on which the server presenter and chips.js must agree (docs/pages.md's table and its edges).
 AGREEMENT_ANSWER = "💳 You owe $10. Checking has $5. Read more at the IRS."
 AGREEMENT_INLINE = [
     {

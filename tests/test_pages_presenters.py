@@ -1,4 +1,4 @@
-"""Chips and cited spans (SPEC sections 6 and 14): `pages.presenters`, no database."""
+"""Chips and cited spans (docs/turns.md#what-a-turn-stores and docs/pages.md): `pages.presenters`, no database."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def chip(citation, names=None):
     return chip_for_citation(citation, account_names=names or {})
 
 
-# One row per line of SPEC 14's table, each expected value written by hand.
+# One row per line of docs/pages.md's table, each expected value written by hand.
 @pytest.mark.parametrize(
     ("citation", "names", "expected"),
     [

@@ -1,4 +1,4 @@
-"""The pages through Django's test client: sign-in, scoping, escaping (SPEC sections 9 and 14)."""
+"""The pages through Django's test client: sign-in, scoping, escaping (docs/privacy.md and docs/pages.md)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def test_session_list_is_the_callers_newest_first_50_a_page(maya_client, maya, o
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     for n in range(51):
         at = start + dt.timedelta(days=n)
-        ChatSessionFactory(user=maya, title=f"Mine {n:02d}", created_at=at, updated_at=at)
-    ChatSessionFactory(user=other_user, title="Not mine")
+        ChatSessionFactory.create(user=maya, title=f"Mine {n:02d}", created_at=at, updated_at=at)
+    ChatSessionFactory.create(user=other_user, title="Not mine")
     first = maya_client.get("/chat/").content.decode()
     titles = re.findall(r'class="sessions__title">([^<]*)<', first)
     assert len(titles) == 50
@@ -70,7 +70,7 @@ def test_session_list_is_the_callers_newest_first_50_a_page(maya_client, maya, o
     "session_id", ["sam", "not-a-uuid", str(uuid.uuid4()), "D93ADA3E-AF5F-4E4E-823C-781FEC71F26D-x"]
 )
 def test_another_users_or_a_missing_session_is_404(maya_client, other_user, session_id):
-    theirs = ChatSessionFactory(user=other_user)
+    theirs = ChatSessionFactory.create(user=other_user)
     path = f"/chat/{theirs.id if session_id == 'sam' else session_id}/"
     response = maya_client.get(path)
     assert response.status_code == 404
@@ -78,7 +78,7 @@ def test_another_users_or_a_missing_session_is_404(maya_client, other_user, sess
 
 
 def test_session_page_shows_question_answer_and_chips(maya_client, maya):
-    log = ChatLogFactory(session__user=maya, session__title="Worth", user_message="What is my portfolio worth?")
+    log = ChatLogFactory.create(session__user=maya, session__title="Worth", user_message="What is my portfolio worth?")
     html = maya_client.get(f"/chat/{log.session_id}/").content.decode()
     assert "What is my portfolio worth?" in html
     # "Your portfolio is worth $1,000." with the span 24..30 = "$1,000" marked and its chip after it.
@@ -92,7 +92,7 @@ HOSTILE = '<script>alert("x")</script>'
 
 def test_everything_stored_is_escaped(maya_client, maya):
     entry = {"source": "javascript:alert(1)", "title": HOSTILE, "cited_text": HOSTILE, "start": 0, "end": 5}
-    log = ChatLogFactory(
+    log = ChatLogFactory.create(
         session__user=maya,
         session__title=HOSTILE,
         user_message=HOSTILE,
@@ -122,7 +122,7 @@ def test_everything_stored_is_escaped(maya_client, maya):
 def test_no_provider_and_no_model_says_so(maya_client, maya, settings):
     settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL = "", None
     accounts = [{"accountId": "a" * 20, "provider": "snaptrade"}, {"accountId": "b" * 20, "provider": "manual"}]
-    log = ChatLogFactory(
+    log = ChatLogFactory.create(
         session__user=maya,
         inline_citations=[
             {
@@ -144,7 +144,7 @@ def test_no_provider_and_no_model_says_so(maya_client, maya, settings):
 
 def test_the_ask_form_shows_when_a_model_is_configured(maya_client, maya, settings):
     settings.ANTHROPIC_CONFIGURED = True
-    log = ChatLogFactory(session__user=maya)
+    log = ChatLogFactory.create(session__user=maya)
     html = maya_client.get(f"/chat/{log.session_id}/").content.decode()
     assert f'data-session-id="{log.session_id}"' in html and 'id="ask-off"' not in html
 
@@ -154,7 +154,9 @@ def test_a_new_conversation_page_has_a_fresh_id(maya_client, settings):
     first = maya_client.get("/chat/new/").content.decode()
     second = maya_client.get("/chat/new/").content.decode()
     assert "Ask your first question below." in first
-    ids = [re.search(r'data-session-id="([0-9a-f-]{36})"', html).group(1) for html in (first, second)]
+    matches = [re.search(r'data-session-id="([0-9a-f-]{36})"', html) for html in (first, second)]
+    ids = [match.group(1) for match in matches if match is not None]
+    assert len(ids) == 2
     assert ids[0] != ids[1]
     assert f'data-session-url="/chat/{ids[0]}/"' in first
 
@@ -183,7 +185,7 @@ def test_unknown_account_is_404(maya_client):
 
 
 def test_static_files_are_served_without_a_cdn(maya_client, maya):
-    log = ChatLogFactory(session__user=maya)
+    log = ChatLogFactory.create(session__user=maya)
     html = maya_client.get(f"/chat/{log.session_id}/").content.decode()
     assert re.findall(r'(?:src|href)="(https?:)?//', html) == []
     for asset in re.findall(r'(?:src|href)="(/static/[^"]+)"', html):
@@ -191,7 +193,7 @@ def test_static_files_are_served_without_a_cdn(maya_client, maya):
 
 
 def test_another_user_is_just_another_user(client, other_user):
-    mine = ChatSessionFactory(user=UserFactory(username="maya"))
+    mine = ChatSessionFactory.create(user=UserFactory.create(username="maya"))
     client.force_login(other_user)
     assert client.get(f"/chat/{mine.id}/").status_code == 404
 
@@ -243,7 +245,7 @@ def test_portfolio_lists_only_the_callers_accounts_with_links(maya_client, demo_
 def test_account_chip_shows_the_callers_name_for_it(maya_client, maya, demo_finance):
     card = _account("maya", "Checking")
     target = {"kind": "account", "accountId": card.source_account_id, "provider": "plaid"}
-    log = ChatLogFactory(
+    log = ChatLogFactory.create(
         session__user=maya,
         inline_citations=[
             {"source": "s", "title": "Checking", "cited_text": "x", "start": 0, "end": 4, "target": target}
@@ -254,9 +256,9 @@ def test_account_chip_shows_the_callers_name_for_it(maya_client, maya, demo_fina
 
 
 def test_session_page_query_budget(maya_client, maya, demo_finance, django_assert_num_queries):
-    session = ChatSessionFactory(user=maya)
+    session = ChatSessionFactory.create(user=maya)
     for _ in range(20):
-        ChatLogFactory(session=session)
+        ChatLogFactory.create(session=session)
     # Django session, user, the chat session, the caller's accounts (for chip names), turn count, its turns.
     with django_assert_num_queries(6):
         response = maya_client.get(f"/chat/{session.id}/")
@@ -270,9 +272,9 @@ def test_portfolio_query_budget(maya_client, demo_finance, django_assert_num_que
 
 
 def test_a_long_session_opens_on_its_latest_50_turns(maya_client, maya):
-    session = ChatSessionFactory(user=maya)
+    session = ChatSessionFactory.create(user=maya)
     for n in range(51):
-        ChatLogFactory(session=session, user_message=f"Question {n:02d}")
+        ChatLogFactory.create(session=session, user_message=f"Question {n:02d}")
     latest = maya_client.get(f"/chat/{session.id}/").content.decode()
     questions = re.findall(r"<p>(Question \d\d)</p>", latest)
     assert questions[0] == "Question 01" and questions[-1] == "Question 50" and len(questions) == 50

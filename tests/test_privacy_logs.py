@@ -1,4 +1,4 @@
-"""No account id of the examples reaches any log output, with DEBUG logging on (SPEC 9, issue 14 item 1).
+"""No account id of the examples reaches any log output, with DEBUG logging on (docs/privacy.md, issue 14 item 1).
 
 Two runs: an operator's run (real `manage.py import_turns` and uvicorn
 processes, all their output read) and the same steps in the test process
@@ -34,7 +34,7 @@ _ID_KEYS = "source_account_id|snaptrade_account_id|manual_account_uuid|account_u
 
 
 def example_account_ids() -> set[str]:
-    """Every account id in examples/turns (the id columns of SPEC 3 and `accountId` of targets)."""
+    """Every account id in examples/turns (the id columns of docs/accounts.md and `accountId` of targets)."""
     ids: set[str] = set()
     for path in EXAMPLES.glob("*.json"):
         ids |= set(re.findall(rf'"(?:{_ID_KEYS})":\s*"([^"]+)"', path.read_text(encoding="utf-8")))

@@ -175,7 +175,11 @@ json_values = st.recursive(
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
     max_leaves=10,
 )
-refs = st.builds(AccountRef, st.sampled_from([PLAID_ID, OTHER_ID, "ZtLFsthnkAxRzuUr1nu1CQAWtci7Jytl9ooyT"]), st.sampled_from(["plaid", "manual", None]))
+refs = st.builds(
+    AccountRef,
+    st.sampled_from([PLAID_ID, OTHER_ID, "ZtLFsthnkAxRzuUr1nu1CQAWtci7Jytl9ooyT"]),
+    st.sampled_from(["plaid", "manual", None]),
+)
 targets = st.one_of(
     st.none(),
     st.just(PortfolioTarget()),
@@ -215,7 +219,10 @@ def test_a_source_once_untyped_after_a_write_stays_untyped(writes):
 
 
 @settings(max_examples=200, deadline=None)
-@given(json_values | st.dictionaries(st.text(max_size=6), json_values | targets.map(lambda t: t and t.to_json()), max_size=4))
+@given(
+    json_values
+    | st.dictionaries(st.text(max_size=6), json_values | targets.map(lambda t: t and t.to_json()), max_size=4)
+)
 def test_from_json_and_from_checkpoint_never_raise(value):
     TurnRegistry.from_json(value)
     TurnRegistry.from_checkpoint(value)

@@ -1,5 +1,6 @@
 """record_turn on the database (docs/turns.md), with the golden turn
 cases; runs on SQLite and on PostgreSQL."""
+
 from __future__ import annotations
 
 import copy
@@ -81,9 +82,9 @@ def test_turn_case_is_stored_as_expected(case, maya):
 def test_all_turn_cases_share_their_session_in_order(maya):
     for case in TURNS:
         record_turn(case["record"])
-    by_session = {}
+    by_session: dict[uuid.UUID, list[str]] = {}
     for case in TURNS:
-        by_session.setdefault(case["record"]["session"]["id"], []).append(case["record"]["id"])
+        by_session.setdefault(uuid.UUID(case["record"]["session"]["id"]), []).append(case["record"]["id"])
     for session_id, ids in by_session.items():
         stored = list(ChatLog.objects.filter(session_id=session_id).values_list("id", flat=True))
         assert [str(i) for i in stored] == ids
@@ -145,7 +146,7 @@ def test_caller_given_user_overrides_the_record(maya, other_user):
 
 
 def test_minimal_record_is_typed_and_timestamps_default_to_now(maya):
-    before = dt.datetime.now(dt.timezone.utc)
+    before = dt.datetime.now(dt.UTC)
     log = record_turn(_minimal_record())
     assert log.response == "You have $10"
     assert log.inline_citations == [
@@ -170,8 +171,8 @@ def test_session_span_widens_with_its_turns(maya):
     record_turn(later)
     record_turn(earlier)
     session = ChatSession.objects.get()
-    assert session.created_at == dt.datetime(2026, 11, 19, 10, tzinfo=dt.timezone.utc)
-    assert session.updated_at == dt.datetime(2026, 11, 20, 10, tzinfo=dt.timezone.utc)
+    assert session.created_at == dt.datetime(2026, 11, 19, 10, tzinfo=dt.UTC)
+    assert session.updated_at == dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC)
     assert session.title == "Hello"
 
 
@@ -187,8 +188,14 @@ def test_session_span_widens_with_its_turns(maya):
         (lambda r: r["events"].append({"type": "thinking"}), "events[2].type"),
         (lambda r: r["events"][0].update(output={"rows": [1]}), "events[0].output.rows[0]"),
         (lambda r: r["events"][0].update(name="execute_python", output={"stdout": None}), "events[0].output.stdout"),
-        (lambda r: r["events"][0].update(name="search_web", output={"results": [{"url": 3}]}), "events[0].output.results[0].url"),
-        (lambda r: r["events"][0].update(name="read_tax_authority", output={"content": "x"}, input={}), "events[0].input.path"),
+        (
+            lambda r: r["events"][0].update(name="search_web", output={"results": [{"url": 3}]}),
+            "events[0].output.results[0].url",
+        ),
+        (
+            lambda r: r["events"][0].update(name="read_tax_authority", output={"content": "x"}, input={}),
+            "events[0].input.path",
+        ),
         (lambda r: r["events"][1]["message"].update(content="text"), "events[1].message.content"),
         (
             lambda r: r["events"][1]["message"]["content"][1]["citations"][0].pop("cited_text"),

@@ -1,5 +1,8 @@
 """The pure turn assembly (docs/turns.md), no database."""
+
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -19,7 +22,9 @@ BAD_TURNS = load_cases("bad_turns.json")
 PORTFOLIO_SQL = ToolCallEvent("toolu_1", "execute_sql", {"query": "q"}, {"rows": [{"total": 1}]})
 
 
-def _cite(source="silvia://your-portfolio", cited_text="total: 1", title="Your portfolio", kind="search_result_location"):
+def _cite(
+    source="silvia://your-portfolio", cited_text="total: 1", title="Your portfolio", kind="search_result_location"
+):
     return {"type": kind, "source": source, "title": title, "cited_text": cited_text}
 
 
@@ -53,7 +58,9 @@ def test_utf16_length_counts_code_units(text, units):
 
 
 def test_steps_join_with_a_blank_line_and_steps_without_text_add_nothing():
-    tool_only = AssistantEvent({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]})
+    tool_only = AssistantEvent(
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}
+    )
     assembled = assemble_turn(
         [
             _step({"type": "text", "text": "One"}),
@@ -79,7 +86,9 @@ def test_citation_before_its_tool_result_is_untyped_and_after_it_is_typed():
     assert "target" not in first
     assert second["target"] == {"kind": "portfolio"}
     # Same (source, cited_text): one summary entry, with the first citation's target (none).
-    assert assembled.citations == [{"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1"}]
+    assert assembled.citations == [
+        {"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "total: 1"}
+    ]
 
 
 @pytest.mark.parametrize("citations", [None, [], "absent"])
@@ -100,7 +109,13 @@ def test_other_citation_types_are_skipped_and_null_title_kept():
                     "type": "text",
                     "text": "x",
                     "citations": [
-                        {"type": "char_location", "cited_text": "c", "document_index": 0, "start_char_index": 0, "end_char_index": 1},
+                        {
+                            "type": "char_location",
+                            "cited_text": "c",
+                            "document_index": 0,
+                            "start_char_index": 0,
+                            "end_char_index": 1,
+                        },
                         _cite(title=None),
                     ],
                 }
@@ -108,7 +123,14 @@ def test_other_citation_types_are_skipped_and_null_title_kept():
         ]
     )
     assert assembled.inline_citations == [
-        {"source": "silvia://your-portfolio", "title": None, "cited_text": "total: 1", "start": 0, "end": 1, "target": {"kind": "portfolio"}}
+        {
+            "source": "silvia://your-portfolio",
+            "title": None,
+            "cited_text": "total: 1",
+            "start": 0,
+            "end": 1,
+            "target": {"kind": "portfolio"},
+        }
     ]
 
 
@@ -120,7 +142,12 @@ def test_model_is_the_last_steps():
 
 
 def test_user_is_not_required_when_the_caller_gives_it():
-    record = {"session": {"id": "11111111-2222-4333-8444-555555555555"}, "prompt_version": "legacy", "user_message": "", "events": []}
+    record = {
+        "session": {"id": "11111111-2222-4333-8444-555555555555"},
+        "prompt_version": "legacy",
+        "user_message": "",
+        "events": [],
+    }
     with pytest.raises(TurnRecordError) as raised:
         parse_turn_record(record)
     assert raised.value.path == "user"
@@ -128,14 +155,22 @@ def test_user_is_not_required_when_the_caller_gives_it():
 
 
 def _record_with(**changes):
-    record = {
+    record: dict[str, Any] = {
         "session": {"id": "11111111-2222-4333-8444-555555555555"},
         "user": "maya",
         "prompt_version": "v5",
         "user_message": "hi",
         "events": [
-            {"type": "tool_call", "id": "t", "name": "execute_python", "input": {"code": "print(1)"}, "output": {"stdout": "1\n", "stderr": ""}},
-            _step({"type": "text", "text": "One.", "citations": [_cite(source="silvia://analysis", cited_text="1")]}).message,
+            {
+                "type": "tool_call",
+                "id": "t",
+                "name": "execute_python",
+                "input": {"code": "print(1)"},
+                "output": {"stdout": "1\n", "stderr": ""},
+            },
+            _step(
+                {"type": "text", "text": "One.", "citations": [_cite(source="silvia://analysis", cited_text="1")]}
+            ).message,
         ],
     }
     record["events"][1] = {"type": "assistant", "message": dict(record["events"][1])}
@@ -186,7 +221,7 @@ def test_created_at_is_converted_to_utc():
     import datetime as dt
 
     turn = parse_turn_record(_record_with(created_at="2026-11-20T10:00:00-05:00"))
-    assert turn.created_at == dt.datetime(2026, 11, 20, 15, tzinfo=dt.timezone.utc)
+    assert turn.created_at == dt.datetime(2026, 11, 20, 15, tzinfo=dt.UTC)
     assert turn.created_at.utcoffset() == dt.timedelta(0)
 
 

@@ -32,13 +32,19 @@ def test_humanize_golden_case(case):
         (f"{ECFR}/current/title-26.xml", "https://www.ecfr.gov/current/title-26"),
         (f"{ECFR}/2024-01-01/title-12.xml", "https://www.ecfr.gov/on/2024-01-01/title-12"),
         # section wins over part
-        (f"{ECFR}/2024-01-01/title-12.xml?section=1026.19&part=1026", "https://www.ecfr.gov/on/2024-01-01/title-12/section-1026.19"),
+        (
+            f"{ECFR}/2024-01-01/title-12.xml?section=1026.19&part=1026",
+            "https://www.ecfr.gov/on/2024-01-01/title-12/section-1026.19",
+        ),
         # subpart wins over appendix
         (
             f"{ECFR}/2025-03-01/title-12.xml?part=1026&appendix=J&subpart=E",
             "https://www.ecfr.gov/on/2025-03-01/title-12/part-1026/subpart-E",
         ),
-        (f"{ECFR}/2025-03-01/title-12.xml?part=1026&appendix=J", "https://www.ecfr.gov/on/2025-03-01/title-12/part-1026/appendix-J"),
+        (
+            f"{ECFR}/2025-03-01/title-12.xml?part=1026&appendix=J",
+            "https://www.ecfr.gov/on/2025-03-01/title-12/part-1026/appendix-J",
+        ),
         # subpart and appendix need a part
         (f"{ECFR}/2025-03-01/title-12.xml?subpart=E", "https://www.ecfr.gov/on/2025-03-01/title-12"),
         (f"{ECFR}/2025-03-01/title-12.xml?appendix=J", "https://www.ecfr.gov/on/2025-03-01/title-12"),
@@ -51,18 +57,45 @@ def test_humanize_golden_case(case):
             f"{ECFR}/2025-03-01/title-12.xml?part=1026&appendix=Supplement+I%2FPart+1026",
             "https://www.ecfr.gov/on/2025-03-01/title-12/part-1026/appendix-Supplement%20I%2FPart%201026",
         ),
-        (f"{ECFR}/2025-03-01/title-12.xml?section=1026.19(e)", "https://www.ecfr.gov/on/2025-03-01/title-12/section-1026.19(e)"),
-        (f"{ECFR}/2025-03-01/title-12.xml?section=%C2%A7%201", "https://www.ecfr.gov/on/2025-03-01/title-12/section-%C2%A7%201"),
+        (
+            f"{ECFR}/2025-03-01/title-12.xml?section=1026.19(e)",
+            "https://www.ecfr.gov/on/2025-03-01/title-12/section-1026.19(e)",
+        ),
+        (
+            f"{ECFR}/2025-03-01/title-12.xml?section=%C2%A7%201",
+            "https://www.ecfr.gov/on/2025-03-01/title-12/section-%C2%A7%201",
+        ),
         # http is accepted; the reader page is https
-        ("http://www.ecfr.gov/api/versioner/v1/full/2024-01-01/title-12.xml?part=1026", "https://www.ecfr.gov/on/2024-01-01/title-12/part-1026"),
+        (
+            "http://www.ecfr.gov/api/versioner/v1/full/2024-01-01/title-12.xml?part=1026",
+            "https://www.ecfr.gov/on/2024-01-01/title-12/part-1026",
+        ),
         # US Code
-        (f"{USC}/118/200/xml_usc05a@118-200.zip", "https://uscode.house.gov/view.xhtml?path=/prelim@title5a&edition=prelim"),
-        (f"{USC}/118/200/htm_usc08@118-200.zip", "https://uscode.house.gov/view.xhtml?path=/prelim@title8&edition=prelim"),
-        (f"{USC}/118/209not159/pdf_usc26@118-209not159.zip", "https://uscode.house.gov/view.xhtml?path=/prelim@title26&edition=prelim"),
-        (f"{USC}/118/200/xhtml_usc50A@118-200.zip", "https://uscode.house.gov/view.xhtml?path=/prelim@title50A&edition=prelim"),
-        (f"{USC}/118/200/xml_usc00@118-200.zip", "https://uscode.house.gov/view.xhtml?path=/prelim@title0&edition=prelim"),
+        (
+            f"{USC}/118/200/xml_usc05a@118-200.zip",
+            "https://uscode.house.gov/view.xhtml?path=/prelim@title5a&edition=prelim",
+        ),
+        (
+            f"{USC}/118/200/htm_usc08@118-200.zip",
+            "https://uscode.house.gov/view.xhtml?path=/prelim@title8&edition=prelim",
+        ),
+        (
+            f"{USC}/118/209not159/pdf_usc26@118-209not159.zip",
+            "https://uscode.house.gov/view.xhtml?path=/prelim@title26&edition=prelim",
+        ),
+        (
+            f"{USC}/118/200/xhtml_usc50A@118-200.zip",
+            "https://uscode.house.gov/view.xhtml?path=/prelim@title50A&edition=prelim",
+        ),
+        (
+            f"{USC}/118/200/xml_usc00@118-200.zip",
+            "https://uscode.house.gov/view.xhtml?path=/prelim@title0&edition=prelim",
+        ),
         (f"{USC}/119/99/pdf_uscAll@119-99.zip", "https://uscode.house.gov/browse.xhtml"),
-        ("http://uscode.house.gov/download/releasepoints/us/pl/119/99/xml_usc26@119-99.zip", "https://uscode.house.gov/view.xhtml?path=/prelim@title26&edition=prelim"),
+        (
+            "http://uscode.house.gov/download/releasepoints/us/pl/119/99/xml_usc26@119-99.zip",
+            "https://uscode.house.gov/view.xhtml?path=/prelim@title26&edition=prelim",
+        ),
     ],
 )
 def test_humanize(url, expected):

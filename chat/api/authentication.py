@@ -1,4 +1,5 @@
 """Token authentication that refuses malformed keys before the database sees them."""
+
 from __future__ import annotations
 
 import re

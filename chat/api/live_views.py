@@ -1,4 +1,4 @@
-"""Live turns over SSE (SPEC section 11): thin views over `chat.live`."""
+"""Live turns over SSE (docs/live.md): thin views over `chat.live`."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class TurnRequestSerializer(serializers.Serializer):
 
 _EVENTS = (
     "SSE events, each with `id:` and `event:`: `turn`, `text`, `citation`, `citations_summary`, `message`, "
-    "`done`, or `error` (SPEC 11)."
+    "`done`, or `error` (docs/live.md)."
 )
 
 
@@ -56,7 +56,7 @@ def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> Stream
 
 
 class TurnCreateView(APIView):
-    """Start a turn in the caller's session and stream its events (SPEC 11).
+    """Start a turn in the caller's session and stream its events (docs/live.md).
 
     A new session id creates a session for the caller; another user's session
     is 404; a session with a running turn is 409; a bad body is 400.
@@ -99,7 +99,7 @@ class TurnCreateView(APIView):
 
 
 class TurnEventsView(APIView):
-    """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (SPEC 11)."""
+    """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (docs/live.md)."""
 
     content_negotiation_class = _AlwaysJSON
 
@@ -116,6 +116,7 @@ class TurnEventsView(APIView):
     )
     def get(self, request: Request, turn_id: str):
         turn_uuid = parse_uuid(turn_id)
+        # IsAuthenticated: request.user is a User here, not the AnonymousUser the stubs also allow.
         owned = LiveTurn.objects.filter(pk=turn_uuid, user=request.user)  # type: ignore[misc]
         if turn_uuid is None or not owned.exists():
             raise NotFound()

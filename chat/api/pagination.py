@@ -1,4 +1,4 @@
-"""Pagination of the sessions list: `message_count` computed for the page's rows only (SPEC section 10)."""
+"""Pagination of the sessions list: `message_count` computed for the page's rows only (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ The columns are served raw, so the schema documents what the service writes:
 a citation, optionally with a `target` from the union below. Clients must
 still read a target through a parser that tolerates unknown kinds.
 """
+
 from __future__ import annotations
+
+from typing import Any
 
 _URL = {"type": "string", "format": "uri"}
 _NULLABLE_URL = {"type": "string", "format": "uri", "nullable": True}
@@ -14,7 +17,7 @@ _PROVIDER = {
     "nullable": True,
     "description": "For routing only; never shown to end users. Null when the rows did not say.",
 }
-ACCOUNT_REF = {
+ACCOUNT_REF: dict[str, Any] = {
     "type": "object",
     "required": ["accountId", "provider"],
     "properties": {"accountId": {"type": "string", "minLength": 16, "maxLength": 128}, "provider": _PROVIDER},
@@ -38,7 +41,9 @@ CITATION_TARGET = {
     ),
     "oneOf": [
         _kind("web", "A web page.", url=_URL),
-        _kind("tax_reference", "A tax authority document; url null when only the corpus path is known.", url=_NULLABLE_URL),
+        _kind(
+            "tax_reference", "A tax authority document; url null when only the corpus path is known.", url=_NULLABLE_URL
+        ),
         _kind("card_document", "A credit card issuer document.", url=_NULLABLE_URL),
         _kind("mortgage_reference", "A mortgage regulation or agency page.", url=_NULLABLE_URL),
         _kind("market_data", "Live market data for one ticker.", ticker={"type": "string"}),
@@ -48,7 +53,11 @@ CITATION_TARGET = {
             "required": ["kind", "accountId", "provider"],
             "properties": {"kind": {"type": "string", "enum": ["account"]}, **ACCOUNT_REF["properties"]},
         },
-        _kind("accounts", "Several accounts behind one label.", accounts={"type": "array", "minItems": 1, "items": ACCOUNT_REF}),
+        _kind(
+            "accounts",
+            "Several accounts behind one label.",
+            accounts={"type": "array", "minItems": 1, "items": ACCOUNT_REF},
+        ),
         _kind("portfolio", "The user's whole portfolio."),
     ],
     "discriminator": {"propertyName": "kind"},

@@ -1,4 +1,5 @@
 """Response shapes of the sessions API (docs/api.md)."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -25,7 +26,7 @@ class ChatSessionListSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatSession
-        fields = ["id", "title", "created_at", "updated_at", "message_count"]
+        fields = ["id", "title", "created_at", "updated_at", "message_count"]  # noqa: RUF012
 
 
 class ChatLogSerializer(serializers.ModelSerializer):
@@ -36,7 +37,16 @@ class ChatLogSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatLog
-        fields = ["id", "user_message", "response", "citations", "inline_citations", "prompt_version", "model", "created_at"]
+        fields = [  # noqa: RUF012
+            "id",
+            "user_message",
+            "response",
+            "citations",
+            "inline_citations",
+            "prompt_version",
+            "model",
+            "created_at",
+        ]
 
 
 class ChatSessionDetailSerializer(serializers.ModelSerializer):
@@ -46,4 +56,4 @@ class ChatSessionDetailSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatSession
-        fields = ["id", "title", "created_at", "updated_at", "messages"]
+        fields = ["id", "title", "created_at", "updated_at", "messages"]  # noqa: RUF012

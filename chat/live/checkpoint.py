@@ -1,9 +1,9 @@
-"""A live turn's checkpoint: its state after the last tool round (SPEC sections 5 and 11).
+"""A live turn's checkpoint: its state after the last tool round (docs/registry.md and docs/live.md).
 
 The JSON object stored in `LiveTurn.checkpoint`:
 `{"step", "messages", "events", "citationTargets", "eventSeq", "answer": {"offset", "hasText", "inline", "skipped"},
 "restores"}`: the model steps done, the Messages API messages so far
-(history included), the SPEC 7 events recorded, the registry, the id of
+(history included), the docs/turns.md#the-record events recorded, the registry, the id of
 the last event sent, where the answer stands (UTF-16 units) and the
 citations streamed, and the registry restores of earlier resumes.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.utils import timezone
 
@@ -59,7 +59,7 @@ class TurnState:
 
 
 def history_messages(*, session_id: uuid.UUID, before: Any) -> list[dict[str, Any]]:
-    """Earlier turns of the session as text only: a user and an assistant message each (SPEC 11)."""
+    """Earlier turns of the session as text only: a user and an assistant message each (docs/live.md)."""
     messages: list[dict[str, Any]] = []
     rows = ChatLog.objects.filter(session_id=session_id, created_at__lt=before).order_by("created_at", "id")
     for user_message, response in rows.values_list("user_message", "response"):
@@ -75,7 +75,7 @@ def initial_checkpoint(turn: LiveTurn) -> dict[str, Any]:
     return TurnState(messages=messages).to_json()
 
 
-def _readable(checkpoint: object) -> bool:
+def _readable(checkpoint: object) -> TypeGuard[dict[str, Any]]:
     if not isinstance(checkpoint, dict):
         return False
     messages, events, answer = checkpoint.get("messages"), checkpoint.get("events"), checkpoint.get("answer")
@@ -96,7 +96,7 @@ def _readable(checkpoint: object) -> bool:
 
 def resume_point(checkpoint: object) -> int:
     """The id of the last event a resume keeps (events after it are streamed again)."""
-    return checkpoint["eventSeq"] if _readable(checkpoint) else 1  # type: ignore[index]
+    return checkpoint["eventSeq"] if _readable(checkpoint) else 1
 
 
 def load_state(turn: LiveTurn) -> TurnState:
@@ -125,7 +125,7 @@ def load_state(turn: LiveTurn) -> TurnState:
         restores=restores,
     )
     if state.events:
-        # From here on the turn sees the registry its checkpoint held (SPEC 5),
+        # From here on the turn sees the registry its checkpoint held (docs/registry.md),
         # and the stored row must say so: the save replays with this restore.
         state.restores.append((len(state.events), state.registry.to_json()))
     return state

@@ -1,4 +1,4 @@
-"""Failures of a live turn as SPEC 11 `error` events: a type and a message fit to show a user.
+"""Failures of a live turn as docs/live.md `error` events: a type and a message fit to show a user.
 
 The message never carries a stack, a key, SQL or the API's own wording.
 """

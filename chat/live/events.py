@@ -1,4 +1,4 @@
-"""The durable event log of live turns (SPEC section 11).
+"""The durable event log of live turns (docs/live.md).
 
 Every SSE event is appended to `chat_live_turn_events` by the turn's worker
 *before* any client sees it; the SSE views only tail the log. So a client

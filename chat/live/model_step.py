@@ -1,4 +1,6 @@
-"""One model step of a live turn: stream a Messages API response into SSE events (SPEC sections 6 and 11).
+"""One model step of a live turn: stream a Messages API response into SSE events.
+
+See docs/turns.md#what-a-turn-stores and docs/live.md.
 
 `StepStreamer` reads the SDK's raw stream events and emits `text` and
 `citation` events as they happen. Offsets follow `citations.turn.assemble_turn`

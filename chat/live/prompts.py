@@ -1,4 +1,4 @@
-"""System prompts of live turns: `v5` (with the citation table) and `legacy` (SPEC sections 11 and 13)."""
+"""System prompts of live turns: `v5` (with the citation table) and `legacy` (docs/live.md and docs/sql-tool.md)."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def _chunks(text: str, size: int) -> Iterator[str]:
 
 
 def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -> list[tuple[str, dict[str, Any]]]:
-    """The stream of events the API sends for a final `message` (SPEC 11, formats.md 1.4).
+    """The stream of events the API sends for a final `message` (docs/live.md, formats.md 1.4).
 
     `message` is `{"content": [blocks], "stop_reason", "id"?, "usage"?}`.
     Text is sent in `TEXT_CHUNK`-character deltas, then one `citations_delta`

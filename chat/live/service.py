@@ -1,4 +1,4 @@
-"""Starting, claiming and resuming live turns (SPEC section 11, issue 10).
+"""Starting, claiming and resuming live turns (docs/live.md, issue 10).
 
 - `turn_start` creates the turn (one running turn per session: a partial
   unique index, so two concurrent POSTs cannot both win), appends its `turn`
@@ -41,11 +41,11 @@ logger = logging.getLogger(__name__)
 
 
 class TurnConflictError(Exception):
-    """The session already has a running turn (SPEC 11: 409)."""
+    """The session already has a running turn (docs/live.md: 409)."""
 
 
 class SessionNotFoundError(Exception):
-    """The session id belongs to another user (SPEC 11: 404, like a missing one)."""
+    """The session id belongs to another user (docs/live.md: 404, like a missing one)."""
 
 
 def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:

@@ -1,4 +1,4 @@
-"""Tailing a turn's event log as SSE (SPEC section 11).
+"""Tailing a turn's event log as SSE (docs/live.md).
 
 `event_stream(turn_id, after, asynchronous=...)` yields SSE frames for the
 events with id > `after`, then follows the turn until `done` or `error`. An

@@ -5,19 +5,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
-    dependencies = [
-        ('chat', '0003_admin_reads_json'),
+    dependencies = [  # noqa: RUF012
+        ("chat", "0003_admin_reads_json"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
-    operations = [
+    operations = [  # noqa: RUF012
         migrations.RemoveIndex(
-            model_name='chatsession',
-            name='chat_sessions_user_updated',
+            model_name="chatsession",
+            name="chat_sessions_user_updated",
         ),
         migrations.AddIndex(
-            model_name='chatsession',
-            index=models.Index(fields=['user', '-updated_at', '-created_at', '-id'], name='chat_sessions_user_order'),
+            model_name="chatsession",
+            index=models.Index(fields=["user", "-updated_at", "-created_at", "-id"], name="chat_sessions_user_order"),
         ),
     ]

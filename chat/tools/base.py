@@ -10,6 +10,7 @@ A tool that cannot answer raises `ToolError` with a short reason fit to show
 the model (no stack, no SQL of ours, no secret); the runner sends it back as
 an `is_error` tool result and the turn goes on.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
@@ -33,7 +34,9 @@ class ToolExecutor(Protocol):
     turn's user and returns the docs/citable.md output object, or raises `ToolError`.
     """
 
-    name: str
+    # Read-only: the executors are frozen dataclasses or plain classes.
+    @property
+    def name(self) -> str: ...
 
     def definition(self) -> dict[str, Any]: ...
 

@@ -1,4 +1,4 @@
-"""The three library readers as tool executors (SPEC sections 4 and 8).
+"""The three library readers as tool executors (docs/citable.md and docs/citable.md#the-library-corpus).
 
 One class, three instances (`read_tax_authority`, `read_credit_card_document`,
 `read_mortgage_authority`), over `citations.corpus.read_corpus_document` and
@@ -25,7 +25,7 @@ _DESCRIPTIONS = {
 
 
 class LibraryReader:
-    """A reader tool: input `{"path": str}`, output `{"path", "content", "meta"}` (SPEC 4)."""
+    """A reader tool: input `{"path": str}`, output `{"path", "content", "meta"}` (docs/citable.md)."""
 
     def __init__(self, name: str, root: Path) -> None:
         self.name = name
@@ -47,6 +47,8 @@ class LibraryReader:
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
         """Read the document; raises `ToolError` naming the path for a refused or missing one."""
         try:
+            # A missing or non-string path is the model's mistake: the reader
+            # refuses it with CorpusPathError, as it does an empty one.
             return dict(read_corpus_document(self.name, tool_input.get("path"), root=self.root))  # type: ignore[arg-type]
         except CorpusPathError as error:
             raise ToolError(str(error)) from None

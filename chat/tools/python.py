@@ -1,4 +1,4 @@
-"""`execute_python`: run model-written Python in a limited subprocess (SPEC section 4, issue 8 item 4).
+"""`execute_python`: run model-written Python in a limited subprocess (docs/citable.md, issue 8 item 4).
 
 Off unless `EXECUTE_PYTHON_ENABLED=true`. Each call runs
 `python -I -B -X utf8` (the service's own interpreter, isolated mode: no

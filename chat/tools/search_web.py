@@ -1,4 +1,4 @@
-"""`search_web`: an Exa-compatible web search (SPEC section 4, issue 8 item 4).
+"""`search_web`: an Exa-compatible web search (docs/citable.md, issue 8 item 4).
 
 `POST <base_url>/search` with `x-api-key`, body `{"query", "numResults",
 "contents": {"text": {"maxCharacters"}}}`; the answer's `results` become

@@ -95,7 +95,7 @@ class SearchResult:
             other.texts,
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ is defined (mypy types __hash__ as a method)
 
     def __repr__(self) -> str:
         # No target or texts: they may hold account ids and the user's rows (docs/privacy.md).
@@ -193,5 +193,5 @@ def value_text(value: object) -> str:
         try:
             return str(value)
         except ValueError:  # an int over Python's int-to-str digit limit
-            return hex(value)  # type: ignore[arg-type]
+            return hex(int(value))  # only an int overflows str()
     return json_text(value)

@@ -6,6 +6,7 @@ Text: the document's `content`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeAlias
 
 from citations.citable.blocks import SearchResult, is_http_url, nonblank_str
 from citations.targets import CardDocumentTarget, CitationTarget, MortgageReferenceTarget, TaxReferenceTarget
@@ -13,14 +14,16 @@ from citations.urls import humanize_citation_url
 
 __all__ = ["LIBRARY_SOURCE_PREFIXES", "LIBRARY_TOOLS", "library_blocks"]
 
-LIBRARY_TOOLS: dict[str, tuple[str, type[CitationTarget]]] = {
+LibraryTarget: TypeAlias = TaxReferenceTarget | CardDocumentTarget | MortgageReferenceTarget
+
+LIBRARY_TOOLS: dict[str, tuple[str, type[LibraryTarget]]] = {
     "read_tax_authority": ("silvia://tax-authority/", TaxReferenceTarget),
     "read_credit_card_document": ("silvia://credit-card-corpus/", CardDocumentTarget),
     "read_mortgage_authority": ("silvia://mortgage-code/", MortgageReferenceTarget),
 }
 """Library tool name -> (source prefix for `<path>`, target kind) (docs/citable.md#library-documents)."""
 
-LIBRARY_SOURCE_PREFIXES: dict[str, type[CitationTarget]] = {prefix: kind for prefix, kind in LIBRARY_TOOLS.values()}
+LIBRARY_SOURCE_PREFIXES: dict[str, type[LibraryTarget]] = {prefix: kind for prefix, kind in LIBRARY_TOOLS.values()}
 """Library source prefix -> target kind (the backfill reads sources back, docs/backfill.md)."""
 
 
@@ -44,10 +47,10 @@ def library_blocks(
     source_url = meta.get("source_url")
     if is_http_url(source_url):
         source = humanize_citation_url(source_url)
-        target = kind(source)  # type: ignore[call-arg]
+        target: CitationTarget = kind(source)
     elif path is not None:
         source = prefix + path
-        target = kind(None)  # type: ignore[call-arg]
+        target = kind(None)
     else:
         return []  # no URL and no path: nothing names the document
     file_name = path.rsplit("/", 1)[-1] if path is not None else ""

@@ -72,7 +72,7 @@ def python_blocks(tool_input: Mapping[str, object], output: Mapping[str, object]
             rest(text)
         elif _is_empty_document(document):
             continue
-        elif (articles := _exa_articles(document)) is not None:
+        elif isinstance(document, dict) and (articles := _exa_articles(document)) is not None:
             for item in articles:
                 url = item.get("url") if isinstance(item, dict) else None
                 if is_http_url(url):
@@ -81,7 +81,7 @@ def python_blocks(tool_input: Mapping[str, object], output: Mapping[str, object]
                     blocks.add(url, title, body, WebTarget(url))
                 elif not _is_empty_document(item):
                     rest(json_text(item))
-            others = {k: v for k, v in document.items() if k != "results"}  # type: ignore[attr-defined]
+            others = {k: v for k, v in document.items() if k != "results"}
             if others:
                 rest(json_text(others))
         elif finnhub and isinstance(document, list):

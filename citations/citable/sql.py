@@ -93,7 +93,7 @@ def sql_blocks(output: Mapping[str, object]) -> list[SearchResult]:
         if group is None:
             group = groups[source] = _Group(title, typed=label is not None)
         if group.typed:
-            ref = account_ref_from_row(row)  # type: ignore[arg-type]
+            ref = account_ref_from_row(row)
             if ref is None:
                 group.typed = False  # one row naming no account untypes the block
             else:

@@ -1,4 +1,5 @@
 """`python manage.py setup_demo`: demo users, an API token and the example turns."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,13 +17,14 @@ DEMO_USER = "maya"
 DEMO_PASSWORD = "silvia-demo"  # noqa: S105 - signs in to the pages; a local demo only
 OTHER_USER = "sam"
 STAFF_USER = "admin"
-STAFF_PASSWORD = "admin"
+STAFF_PASSWORD = "admin"  # noqa: S105 - the staff user of a local demo only
 
 
 class Command(BaseCommand):
     help = (
-        "Create the demo user 'maya' with an API token and demo financial data (and some for 'sam') and a staff user 'admin' (password 'admin', local "
-        "demo only), import examples/turns, and print a curl command for one session. Safe to run again."
+        "Create the demo user 'maya' with an API token and demo financial data (and some for 'sam') "
+        "and a staff user 'admin' (password 'admin', local demo only), import examples/turns, "
+        "and print a curl command for one session. Safe to run again."
     )
 
     def add_arguments(self, parser) -> None:
@@ -53,7 +55,8 @@ class Command(BaseCommand):
         if session is not None:
             self.stdout.write(f"One session with its citations and their targets ({session.title or session.id}):")
             self.stdout.write(
-                f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/{session.id}/ | python3 -m json.tool"
+                f"  curl -s -H 'Authorization: Token {token.key}' {base_url}/api/chat/sessions/{session.id}/"
+                " | python3 -m json.tool"
             )
         self.stdout.write(f"Pages: {base_url}/ (user {DEMO_USER}, password {DEMO_PASSWORD})")
         self.stdout.write(f"Admin: {base_url}/admin/ (user {STAFF_USER}, password {STAFF_PASSWORD})")

@@ -1,5 +1,5 @@
 /* Asking: post a question to the live-turn endpoint and render its SSE
- * stream (SPEC 11): text grows, chips appear on `citation` events, and a
+ * stream (docs/live.md): text grows, chips appear on `citation` events, and a
  * dropped stream resumes with Last-Event-ID from the turn's events URL.
  * fetch() and a stream reader, because EventSource cannot POST. */
 (function () {

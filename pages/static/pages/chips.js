@@ -1,7 +1,8 @@
 /* Citation chips in the browser, for turns that stream into the page.
  * The same rules as pages/presenters.py (chip_for_citation, answer_pieces)
  * and the same markup as templates/pages/_chip.html; a browser test checks
- * that both give equal chips for the same citations. SPEC sections 2, 6, 14. */
+ * that both give equal chips for the same citations. See docs/targets.md#wire-format,
+ * docs/turns.md#what-a-turn-stores and docs/pages.md. */
 (function () {
   "use strict";
 
