@@ -3,10 +3,16 @@ DATABASE_URL points at one (`.ci/run` does both)."""
 
 from __future__ import annotations
 
+import io
+import logging.config
+from collections.abc import Iterator
+
 import pytest
+from django.conf import settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from silvia.logging_config import build_logging
 from tests.factories import UserFactory
 
 
@@ -80,3 +86,20 @@ def recorded_model(recorded_model_server, settings, transactional_db):
     settings.LIVE_TURN_POLL_SECONDS = 0.05
     yield recorded_model_server
     assert wait_for_workers(30), "a turn thread did not end"
+
+
+@pytest.fixture
+def debug_log() -> Iterator[io.StringIO]:
+    """DEBUG on (SQL is logged) and every logger at DEBUG, through the production handlers,
+    all writing into the returned buffer."""
+    from django.test.utils import override_settings
+
+    buffer = io.StringIO()
+    logging.config.dictConfig(build_logging("DEBUG"))
+    for name in ("", "django", "django.server", "uvicorn", "uvicorn.access"):
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler) and not type(handler).__module__.startswith("_pytest"):
+                handler.setStream(buffer)
+    with override_settings(DEBUG=True):
+        yield buffer
+    logging.config.dictConfig(settings.LOGGING)

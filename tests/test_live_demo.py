@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.http import StreamingHttpResponse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -15,7 +16,6 @@ from finance.demo import seed_demo_finance
 from tests.factories import UserFactory
 from tests.live_support import parse_sse
 from tests.test_live_turns import check_events_equal_get
-from tests.test_privacy_logs import debug_log  # noqa: F401  (a fixture)
 from tests.uvicorn_server import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,19 +25,24 @@ SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
 DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
 
 
-def test_recorded_card_balances_turn_types_the_callers_two_cards(maya, recorded_model, settings):
-    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
+def demo_turn(maya, recorded_model, settings, message):
+    """POST `message` as maya on the demo data with the recorded streams and the real
+    execute_sql; returns (client, session id, body bytes)."""
+    seed_demo_finance(maya=maya, sam=UserFactory.create(username="sam"))
     settings.LIVE_TOOL_FACTORIES = []  # the real execute_sql, not the tests' recorded one
     recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
     session_id = uuid.uuid4()
-
-    response = client.post(
-        f"/api/chat/sessions/{session_id}/turns/", {"message": "How much do I owe on my cards?"}, format="json"
-    )
+    response = client.post(f"/api/chat/sessions/{session_id}/turns/", {"message": message}, format="json")
     assert response.status_code == 200, response.content
-    events = parse_sse(b"".join(response.streaming_content))
+    assert isinstance(response, StreamingHttpResponse)
+    return client, session_id, b"".join(response.streaming_content)
+
+
+def test_recorded_card_balances_turn_types_the_callers_two_cards(maya, recorded_model, settings):
+    client, session_id, body = demo_turn(maya, recorded_model, settings, "How much do I owe on my cards?")
+    events = parse_sse(body)
 
     stored = check_events_equal_get(client, session_id, events)
     [citation] = stored["inline_citations"]
@@ -56,17 +61,8 @@ def test_recorded_card_balances_turn_types_the_callers_two_cards(maya, recorded_
 
 
 def test_a_live_turn_with_debug_logging_logs_no_account_id(maya, recorded_model, settings, debug_log, capfd):
-    seed_demo_finance(maya=maya, sam=UserFactory(username="sam"))
-    settings.LIVE_TOOL_FACTORIES = []
-    recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
-    session_id = uuid.uuid4()
-    response = client.post(
-        f"/api/chat/sessions/{session_id}/turns/", {"message": "How much do I owe on my cards?"}, format="json"
-    )
-    body = b"".join(response.streaming_content).decode()
-    assert SAPPHIRE in body  # the ids streamed to the user, so they could have leaked into a log
+    client, session_id, body = demo_turn(maya, recorded_model, settings, "How much do I owe on my cards?")
+    assert SAPPHIRE in body.decode()  # the ids streamed to the user, so they could have leaked into a log
     client.get(f"/api/chat/sessions/{session_id}/")
 
     captured = capfd.readouterr()
@@ -78,11 +74,8 @@ def test_a_live_turn_with_debug_logging_logs_no_account_id(maya, recorded_model,
 
 
 def test_a_question_no_stream_matches_gets_the_catch_all(maya, recorded_model, settings):
-    recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
-    response = client.post(f"/api/chat/sessions/{uuid.uuid4()}/turns/", {"message": "Hello there"}, format="json")
-    events = parse_sse(b"".join(response.streaming_content))
+    _, _, body = demo_turn(maya, recorded_model, settings, "Hello there")
+    events = parse_sse(body)
     sources = {data["citation"]["source"] for _, name, data in events if name == "citation"}
     # 90-ira-limits.json, the stream without `match` words, not the first file (10-card-fees).
     assert sources and all("irs.gov" in s or s.startswith("silvia://tax-authority/") for s in sources), sources

@@ -20,13 +20,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from silvia.logging_config import build_logging
 from tests.uvicorn_server import ROOT, subprocess_database_url, uvicorn_server
 
 EXAMPLES = ROOT / "examples" / "turns"
@@ -135,23 +133,6 @@ def test_operator_run_with_debug_logging_logs_no_account_id(tmp_path, collected_
     output = "\n".join(outputs)
     assert "/admin/chat/chatlog/?…" in output  # the access log was on
     assert_no_account_id(output)
-
-
-@pytest.fixture
-def debug_log():
-    """DEBUG on (SQL is logged) and every logger at DEBUG, through the production handlers,
-    all writing into the returned buffer."""
-    from django.test.utils import override_settings
-
-    buffer = io.StringIO()
-    logging.config.dictConfig(build_logging("DEBUG"))
-    for name in ("", "django", "django.server", "uvicorn", "uvicorn.access"):
-        for handler in logging.getLogger(name).handlers:
-            if isinstance(handler, logging.StreamHandler) and not type(handler).__module__.startswith("_pytest"):
-                handler.setStream(buffer)
-    with override_settings(DEBUG=True):
-        yield buffer
-    logging.config.dictConfig(settings.LOGGING)
 
 
 @pytest.mark.django_db
