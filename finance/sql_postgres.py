@@ -31,7 +31,7 @@ from psycopg.types.string import TextLoader
 
 from chat.tools.base import ToolError
 from finance.sql_guard import check_select
-from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, rows_output, too_large
+from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names
 
 _TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
@@ -65,25 +65,21 @@ def run_query(
     timeout_ms: int,
     max_rows: int,
     max_chars: int,
-    max_value_chars: int | None = None,
+    max_value_chars: int,
 ) -> dict[str, Any]:
-    """`{"columns", "rows"}` of `query` as user `user_id`; raises `ToolError` (refused, failed, timed out, too big).
-
-    `max_value_chars` is SQLite's per-value cap; here values are bounded by
-    the text cap, counted while the rows arrive.
-    """
+    """`{"columns", "rows"}` of `query` as user `user_id`; raises `ToolError` (refused, failed, timed out, too big)."""
     statement = check_select(query)
     # The wrapper bounds what the server sends. What goes inside is the one
     # SELECT the guard parsed and accepted, in parentheses: even a second
     # statement could not run there.
     #
-    # It also stops at any row too big to be under the text cap (more bytes
-    # than 4 bytes a character allow, with room for the numbers), before the
-    # server sends it: a cursor reads rows in batches, but one row can hold
-    # a value of hundreds of megabytes. The failing cast is how plain SQL
-    # raises (not a constant, which the planner would fold and raise at
-    # once); its marker is mapped back to the text-cap error below.
-    row_bytes = 4 * int(max_chars) + 65_536
+    # It also refuses, before the server sends it, a row longer than
+    # `max_value_chars` bytes (with room for the row's headers): the cursor
+    # below reads rows in batches, but one row could hold a value of hundreds
+    # of megabytes. The failing cast is how plain SQL raises (not a constant,
+    # which the planner would fold and raise at once); its marker is mapped
+    # back to the value cap's error below.
+    row_bytes = int(max_value_chars) + 1024
     wrapped = (
         f"SELECT * FROM (\n{statement}\n) AS _silvia_q "  # noqa: S608
         f"WHERE CASE WHEN pg_column_size(_silvia_q.*) > {row_bytes} "
@@ -95,7 +91,7 @@ def run_query(
     try:
         with transaction.atomic(using=connection.alias):
             raw = connection.connection
-            setup = psycopg.Cursor(raw)
+            cursor = psycopg.Cursor(raw)
             try:
                 # One round trip: the scope row, then SET LOCAL statement_timeout,
                 # standard strings (the server reads literals as the guard's
@@ -104,7 +100,7 @@ def run_query(
                 # insert goes through; everything ends with the rollback.
                 # cursor_tuple_fraction 1: plan for reading every row, as a
                 # plain query would be planned.
-                setup.execute(
+                cursor.execute(
                     "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
                     "RETURNING 1) SELECT set_config('statement_timeout', %s, true), "
                     "set_config('standard_conforming_strings', 'on', true), "
@@ -112,21 +108,18 @@ def run_query(
                     "set_config('transaction_read_only', 'on', true), set_config('role', %s, true) FROM scope",
                     [user_id, str(int(timeout_ms)), reader_role(connection)],
                 )
-            finally:
-                setup.close()
-            # A server-side cursor in this transaction: rows come in small,
-            # growing batches and the text cap is checked after each, so a
-            # huge result stops before it is in memory (finance.sql_values).
-            cursor = psycopg.ServerCursor(raw, "_silvia_sql")
-            try:
+                # A server-side cursor in this transaction (the rollback closes
+                # it): rows come in batches and the text cap is checked after
+                # each, so a huge result stops before it is in memory
+                # (finance.sql_values.fetch_rows).
+                cursor.execute(f"DECLARE _silvia_sql NO SCROLL CURSOR FOR {wrapped}")
                 # JSON-ready values straight from the wire: numbers as float,
                 # dates and times as PostgreSQL's ISO text.
                 cursor.adapters.register_loader("numeric", FloatLoader)
                 for name in _TEXT_TYPES:
                     cursor.adapters.register_loader(name, TextLoader)
-                cursor.execute(wrapped)
-                columns = [column.name for column in cursor.description or ()]
                 timeout = [int(timeout_ms)]
+                columns: list[str] = []
 
                 def fetchmany(size: int) -> list[Any]:
                     # Each FETCH is a statement with its own statement_timeout:
@@ -136,10 +129,13 @@ def run_query(
                         raise errors.QueryCanceled()
                     if left < timeout[0] * 0.9:
                         timeout[0] = left
-                        raw.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
-                    return cursor.fetchmany(size)
+                        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
+                    cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")
+                    if not columns:
+                        columns.extend(column.name for column in cursor.description or ())
+                    return cursor.fetchall()
 
-                rows = fetch_rows(fetchmany, max_rows=max_rows, max_chars=max_chars)
+                rows = fetch_rows(fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             finally:
                 cursor.close()
             transaction.set_rollback(True, using=connection.alias)
@@ -149,12 +145,10 @@ def run_query(
         raise ToolError(f"permission denied: only {', '.join(VIEW_NAMES)} can be read") from None
     except errors.ReadOnlySqlTransaction:
         raise ToolError("the query may only read") from None
-    except errors.InvalidTextRepresentation as error:
-        if _TOO_LARGE_MARK in (error.diag.message_primary or ""):
-            raise too_large(max_chars) from None
-        raise ToolError(f"error: {(error.diag.message_primary or '').splitlines()[0][:300]}") from None
     except psycopg.Error as error:
         message = (error.diag.message_primary or "the query failed").splitlines()[0][:300]
+        if _TOO_LARGE_MARK in message:
+            raise value_too_long(max_value_chars) from None
         raise ToolError(f"error: {message}") from None
     except OverflowError:  # a numeric beyond a float's range (psycopg's float loader)
         raise ToolError(NUMBER_TOO_LARGE) from None

@@ -25,7 +25,7 @@ from typing import Any
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from chat.tools.base import ToolError
-from finance.sql_values import fetch_rows, rows_output
+from finance.sql_values import fetch_rows, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, quote_ident, view_body
 
 CACHE_SECONDS = 60.0
@@ -145,7 +145,7 @@ def run_query(
             columns = [column[0] for column in cursor.description or ()]
             if not columns:
                 raise ToolError("only SELECT is allowed")
-            rows = fetch_rows(cursor.fetchmany, max_rows=max_rows, max_chars=max_chars)
+            rows = fetch_rows(cursor.fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=max_value_chars)
             cursor.close()
         except sqlite3.DatabaseError as error:
             raise ToolError(_reason(error, timeout_ms, max_value_chars)) from None
@@ -186,7 +186,7 @@ def _reason(error: sqlite3.DatabaseError, timeout_ms: int, max_value_chars: int)
     if message == "interrupted":
         return f"the query ran longer than {timeout_ms / 1000:g} s and was stopped"
     if message == "string or blob too big":
-        return f"a value is longer than {max_value_chars} characters (FINANCE_SQL_MAX_VALUE_CHARS)"
+        return value_too_long(max_value_chars).reason
     if message == "not authorized" or message.startswith("not authorized") or "prohibited" in message:
         return f"not allowed: only SELECT over {', '.join(VIEW_NAMES)} with common functions"
     if message.startswith("no such table"):

@@ -52,10 +52,14 @@ def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
         return False
 
 
-FIRST_BATCH = 4
-MAX_BATCH = 2048
+MAX_BATCH = 4096
 
 NUMBER_TOO_LARGE = "a number in the result is too large for a float (beyond ±1.8e308): round or scale it in SQL"
+
+
+def value_too_long(max_value_chars: int) -> ToolError:
+    """The error past the per-value (SQLite) or per-row (PostgreSQL) cap."""
+    return ToolError(f"a value or row is longer than {max_value_chars} characters (FINANCE_SQL_MAX_VALUE_CHARS)")
 
 
 def too_large(max_chars: int) -> ToolError:
@@ -81,23 +85,27 @@ def text_chars(rows: Sequence[Sequence[Any]]) -> int:
 _NUMBERS = frozenset({type(None), bool, int, float})
 
 
-def fetch_rows(fetchmany: Callable[[int], Sequence[Any]], *, max_rows: int, max_chars: int) -> list[Any]:
+def fetch_rows(
+    fetchmany: Callable[[int], Sequence[Any]], *, max_rows: int, max_chars: int, max_row_chars: int
+) -> list[Any]:
     """All rows from `fetchmany`, in batches; `ToolError` as soon as the row or text cap is passed.
 
-    Memory stays near the caps: the text is counted after each batch. A batch
-    doubles (up to `MAX_BATCH` rows) while the last one held little of the
-    text still allowed; it halves (down to one row) when it held much, or
-    when its rows grew (its last row more than twice its first, past 64
-    characters), so a recursive CTE doubling a string is read a row or two
-    at a time and stops just past the cap.
+    Memory stays near the caps whatever the query. The text is counted after
+    each batch, and a batch is never more rows than, at `max_row_chars` (the
+    database's cap on one row or value) each, four times the text still
+    allowed. Within that, a batch grows (x8, then x2, up to `MAX_BATCH` rows)
+    while the last one held little of the text still allowed, and halves
+    when it held much or when its rows grew (its last row more than twice
+    its first, past 64 characters), so a recursive CTE doubling a string is
+    read a row or two at a time and stops just past the cap.
     """
     rows: list[Any] = []
     chars = 0
-    size = FIRST_BATCH
+    size = 64
     while True:
-        batch = fetchmany(min(size, max_rows + 1 - len(rows)))
-        if not batch:
-            return rows
+        remaining = max_chars - chars
+        want = min(size, max(1, 4 * remaining // max(1, max_row_chars)), max_rows + 1 - len(rows))
+        batch = fetchmany(want)
         rows.extend(batch)
         if len(rows) > max_rows:
             raise ToolError(f"the query returned more than {max_rows} rows: aggregate, filter or add LIMIT")
@@ -105,12 +113,16 @@ def fetch_rows(fetchmany: Callable[[int], Sequence[Any]], *, max_rows: int, max_
         chars += batch_chars
         if chars > max_chars:
             raise too_large(max_chars)
+        if len(batch) < want:  # the result is exhausted
+            return rows
         remaining = max_chars - chars
         growing = batch_chars > 64 * len(batch) and text_chars(batch[-1:]) > 2 * max(64, text_chars(batch[:1]))
         if growing or batch_chars * 4 > remaining:
-            size = max(1, size // 2)
+            size = max(1, len(batch) // 2)
+        elif batch_chars * 512 <= remaining:
+            size = min(len(batch) * 8, MAX_BATCH)
         elif batch_chars * 64 <= remaining:
-            size = min(size * 2, MAX_BATCH)
+            size = min(len(batch) * 2, MAX_BATCH)
 
 
 def rows_output(

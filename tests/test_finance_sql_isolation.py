@@ -414,7 +414,7 @@ def test_sqlite_caps_one_value_so_one_function_call_stays_short(finance_users):
     maya, _ = finance_users
     tool = ExecuteSqlTool(timeout_ms=1000)
     assert tool.max_value_chars == 65_536
-    too_long = "a value is longer than 65536 characters (FINANCE_SQL_MAX_VALUE_CHARS)"
+    too_long = VALUE_TOO_LONG
     for query in (
         "SELECT length(printf('%.*c', 65000, 'a') || printf('%.*c', 1000, 'a')) AS n",
         "SELECT length(replace(printf('%.*c', 60000, 'a'), 'a', 'aa')) AS n",
@@ -462,20 +462,11 @@ def _peak_bytes_while(call) -> int:
     return peak
 
 
-def test_a_huge_result_stops_at_the_text_cap_before_it_is_in_memory(finance_users, sql_tool):
-    maya, _ = finance_users
-    if connection.vendor == "postgresql":
-        # 29 rows, the last one 256 MB: 512 MB of text in all.
-        query = (
-            "WITH RECURSIVE r(s, n) AS (SELECT 'x'::text, 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 28) "
-            "SELECT s FROM r"
-        )
-    else:
-        # 1,000 rows of 60,000 characters: 60 MB.
-        query = (
-            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) "
-            "SELECT printf('%.*c', 60000, 'x') AS s FROM r"
-        )
+TOO_LARGE = "the result is too large (more than 1000000 characters of text): select fewer columns or rows"
+VALUE_TOO_LONG = "a value or row is longer than 65536 characters (FINANCE_SQL_MAX_VALUE_CHARS)"
+
+
+def _refused_within(query: str, user, megabytes: int) -> str:
     from finance.sql_tool import ExecuteSqlTool
 
     tool = ExecuteSqlTool(timeout_ms=20_000, max_rows=1000)
@@ -483,50 +474,57 @@ def test_a_huge_result_stops_at_the_text_cap_before_it_is_in_memory(finance_user
 
     def call() -> None:
         with pytest.raises(ToolError) as error:
-            tool.run({"query": query}, user=maya)
+            tool.run({"query": query}, user=user)
         caught.append(error.value)
 
     peak = _peak_bytes_while(call)
-    assert caught[0].reason == (
-        "the result is too large (more than 1000000 characters of text): select fewer columns or rows"
-    )
-    assert peak < 40 * 1024 * 1024, peak
+    assert peak < megabytes * 1024 * 1024, peak
     assert_session_clean()
-    # The same kind of query under the cap still answers.
-    out = tool.run({"query": query.replace("1000)", "10)").replace("n < 28)", "n < 10)")}, user=maya)
-    assert len(out["rows"]) == (11 if connection.vendor == "postgresql" else 10)
+    return caught[0].reason
+
+
+def test_a_huge_result_stops_at_the_text_cap_before_it_is_in_memory(finance_users):
+    maya, _ = finance_users
+    if connection.vendor == "postgresql":
+        # 1,000 rows of 32,768 characters (a doubled string): 32 MB.
+        query = (
+            "WITH RECURSIVE s(v, k) AS (SELECT 'x'::text, 0 UNION ALL SELECT v || v, k + 1 FROM s WHERE k < 15), "
+            "r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) "
+            "SELECT s.v AS s FROM r CROSS JOIN s WHERE s.k = 15"
+        )
+    else:
+        # 1,000 rows of 60,000 characters: 60 MB.
+        query = (
+            "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) "
+            "SELECT printf('%.*c', 60000, 'x') AS s FROM r"
+        )
+    assert _refused_within(query, maya, megabytes=12) == TOO_LARGE
+    # The same query under the cap still answers.
+    out = _tool().run({"query": query.replace("n < 1000", "n < 10")}, user=maya)
+    assert len(out["rows"]) == 10
+
+
+def _tool():
+    from finance.sql_tool import ExecuteSqlTool
+
+    return ExecuteSqlTool(timeout_ms=20_000, max_rows=1000)
 
 
 def test_one_huge_row_is_refused_before_it_is_in_memory(finance_users):
-    from finance.sql_tool import ExecuteSqlTool
-
     maya, _ = finance_users
-    if connection.vendor == "postgresql":
-        # 30 small rows, then one of 128 MB.
-        query = (
-            "WITH RECURSIVE r(s, n) AS (SELECT 'x'::text, 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 27) "
-            "SELECT CASE WHEN n < 27 THEN 'y' ELSE s END AS s FROM r UNION ALL "
-            "SELECT account_name FROM account_details"
-        )
-        reason = "the result is too large (more than 1000000 characters of text): select fewer columns or rows"
-    else:
-        query = (
-            "WITH RECURSIVE r(s, n) AS (SELECT 'x', 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 27) "
-            "SELECT s FROM r WHERE n = 27"
-        )
-        reason = "a value is longer than 65536 characters (FINANCE_SQL_MAX_VALUE_CHARS)"
-    tool = ExecuteSqlTool(timeout_ms=20_000)
-    caught: list[ToolError] = []
-
-    def call() -> None:
-        with pytest.raises(ToolError) as error:
-            tool.run({"query": query}, user=maya)
-        caught.append(error.value)
-
-    peak = _peak_bytes_while(call)
-    assert caught[0].reason == reason
-    assert peak < 40 * 1024 * 1024, peak
-    assert_session_clean()
+    # The red team's query (PostgreSQL: 29 rows, the last one 256 MB, 512 MB in all), and one row of 128 MB.
+    cast = "::text" if connection.vendor == "postgresql" else ""
+    doubling = (
+        f"WITH RECURSIVE r(s, n) AS (SELECT 'x'{cast}, 0 UNION ALL SELECT s || s, n + 1 FROM r WHERE n < 28) "
+        "SELECT s FROM r"
+    )
+    assert _refused_within(doubling, maya, megabytes=12) == VALUE_TOO_LONG
+    assert _refused_within(doubling.replace("n < 28", "n < 27") + " WHERE n = 27", maya, megabytes=12) == (
+        VALUE_TOO_LONG
+    )
+    # Rows just under the cap pass.
+    out = _tool().run({"query": doubling.replace("n < 28", "n < 15")}, user=maya)
+    assert len(out["rows"]) == 16 and len(out["rows"][-1]["s"]) == 32768
 
 
 @pytest.mark.parametrize(
