@@ -31,7 +31,7 @@ from psycopg.types.string import TextLoader
 
 from chat.tools.base import ToolError
 from finance.sql_guard import check_select
-from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, rows_output, value_too_long
+from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names
 
 _TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
@@ -91,37 +91,45 @@ def run_query(
     try:
         with transaction.atomic(using=connection.alias):
             raw = connection.connection
-            cursor = psycopg.Cursor(raw)
+            setup, cursor = psycopg.Cursor(raw), psycopg.Cursor(raw)
+            # JSON-ready values straight from the wire: numbers as float,
+            # dates and times as PostgreSQL's ISO text.
+            cursor.adapters.register_loader("numeric", FloatLoader)
+            for name in _TEXT_TYPES:
+                cursor.adapters.register_loader(name, TextLoader)
+            first = first_batch(max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             try:
-                # One round trip: the scope row, then SET LOCAL statement_timeout,
-                # standard strings (the server reads literals as the guard's
-                # parser did), transaction_read_only and ROLE. The read-only
-                # check of this statement ran before it began, so its own
-                # insert goes through; everything ends with the rollback.
-                # cursor_tuple_fraction 1: plan for reading every row, as a
-                # plain query would be planned.
-                cursor.execute(
-                    "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
-                    "RETURNING 1) SELECT set_config('statement_timeout', %s, true), "
-                    "set_config('standard_conforming_strings', 'on', true), "
-                    "set_config('cursor_tuple_fraction', '1', true), "
-                    "set_config('transaction_read_only', 'on', true), set_config('role', %s, true) FROM scope",
-                    [user_id, str(int(timeout_ms)), reader_role(connection)],
-                )
-                # A server-side cursor in this transaction (the rollback closes
-                # it): rows come in batches and the text cap is checked after
-                # each, so a huge result stops before it is in memory
-                # (finance.sql_values.fetch_rows).
-                cursor.execute(f"DECLARE _silvia_sql NO SCROLL CURSOR FOR {wrapped}")
-                # JSON-ready values straight from the wire: numbers as float,
-                # dates and times as PostgreSQL's ISO text.
-                cursor.adapters.register_loader("numeric", FloatLoader)
-                for name in _TEXT_TYPES:
-                    cursor.adapters.register_loader(name, TextLoader)
+                # One round trip (a pipeline): the scope row, then SET LOCAL
+                # statement_timeout, standard strings (the server reads
+                # literals as the guard's parser did), transaction_read_only
+                # and ROLE; the cursor; its first batch. The read-only check of
+                # the first statement ran before it began, so its own insert
+                # goes through; everything ends with the rollback, which also
+                # closes the cursor. cursor_tuple_fraction 1: plan for reading
+                # every row, as a plain query would be planned.
+                #
+                # A server-side cursor in this transaction: rows come in
+                # batches and the text cap is checked after each, so a huge
+                # result stops before it is in memory (sql_values.fetch_rows).
+                with raw.pipeline():
+                    setup.execute(
+                        "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
+                        "RETURNING 1) SELECT set_config('statement_timeout', %s, true), "
+                        "set_config('standard_conforming_strings', 'on', true), "
+                        "set_config('cursor_tuple_fraction', '1', true), "
+                        "set_config('transaction_read_only', 'on', true), set_config('role', %s, true) FROM scope",
+                        [user_id, str(int(timeout_ms)), reader_role(connection)],
+                    )
+                    setup.execute(f"DECLARE _silvia_sql NO SCROLL CURSOR FOR {wrapped}")
+                    cursor.execute(f"FETCH FORWARD {first} FROM _silvia_sql")
+                columns = [column.name for column in cursor.description or ()]
                 timeout = [int(timeout_ms)]
-                columns: list[str] = []
+                batches = iter([cursor.fetchall()])
 
                 def fetchmany(size: int) -> list[Any]:
+                    first_rows = next(batches, None)
+                    if first_rows is not None:
+                        return first_rows
                     # Each FETCH is a statement with its own statement_timeout:
                     # keep the sum of them within the one limit.
                     left = int((deadline - time.monotonic()) * 1000)
@@ -129,14 +137,13 @@ def run_query(
                         raise errors.QueryCanceled()
                     if left < timeout[0] * 0.9:
                         timeout[0] = left
-                        cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
+                        setup.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
                     cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")
-                    if not columns:
-                        columns.extend(column.name for column in cursor.description or ())
                     return cursor.fetchall()
 
                 rows = fetch_rows(fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             finally:
+                setup.close()
                 cursor.close()
             transaction.set_rollback(True, using=connection.alias)
     except errors.QueryCanceled:

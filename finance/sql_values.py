@@ -52,7 +52,14 @@ def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
         return False
 
 
+FIRST_BATCH = 128
 MAX_BATCH = 4096
+
+
+def first_batch(*, max_rows: int, max_chars: int, max_row_chars: int) -> int:
+    """The size `fetch_rows` asks for first (a caller may fetch it ahead, in the same round trip)."""
+    return min(FIRST_BATCH, max(1, 4 * max_chars // max(1, max_row_chars)), max_rows + 1)
+
 
 NUMBER_TOO_LARGE = "a number in the result is too large for a float (beyond ±1.8e308): round or scale it in SQL"
 
@@ -101,7 +108,7 @@ def fetch_rows(
     """
     rows: list[Any] = []
     chars = 0
-    size = 64
+    size = FIRST_BATCH
     while True:
         remaining = max_chars - chars
         want = min(size, max(1, 4 * remaining // max(1, max_row_chars)), max_rows + 1 - len(rows))
