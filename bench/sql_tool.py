@@ -146,7 +146,11 @@ def run_backend(*, backend: str, sizes: list[int], runs: int, server_url: str) -
             from django.conf import settings
             from django.db import connections
 
-            settings.DATABASES["default"] = {**settings.DATABASES["default"], **_db_settings(django_url)}
+            # The SQLite placeholder's OPTIONS (PRAGMA init_command, ...) are not PostgreSQL's.
+            base = dict(settings.DATABASES["default"])
+            if backend == "postgres":
+                base["OPTIONS"] = {}
+            settings.DATABASES["default"] = {**base, **_db_settings(django_url)}
             connections.close_all()
             del connections["default"]
             user = _load(rows)

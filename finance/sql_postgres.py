@@ -18,6 +18,7 @@ The walls, outermost first:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -30,10 +31,11 @@ from psycopg.types.string import TextLoader
 
 from chat.tools.base import ToolError
 from finance.sql_guard import check_select
-from finance.sql_values import rows_output
+from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names
 
 _TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
+_TOO_LARGE_MARK = "silvia: a row past the text cap"
 
 
 def reader_role(connection: BaseDatabaseWrapper) -> str:
@@ -56,41 +58,92 @@ def is_ready(connection: BaseDatabaseWrapper) -> bool:
 
 
 def run_query(
-    query: str, *, user_id: int, connection: BaseDatabaseWrapper, timeout_ms: int, max_rows: int, max_chars: int
+    query: str,
+    *,
+    user_id: int,
+    connection: BaseDatabaseWrapper,
+    timeout_ms: int,
+    max_rows: int,
+    max_chars: int,
+    max_value_chars: int,
 ) -> dict[str, Any]:
     """`{"columns", "rows"}` of `query` as user `user_id`; raises `ToolError` (refused, failed, timed out, too big)."""
     statement = check_select(query)
     # The wrapper bounds what the server sends. What goes inside is the one
     # SELECT the guard parsed and accepted, in parentheses: even a second
     # statement could not run there.
-    wrapped = f"SELECT * FROM (\n{statement}\n) AS _silvia_q LIMIT {int(max_rows) + 1}"  # noqa: S608
+    #
+    # It also refuses, before the server sends it, a row longer than
+    # `max_value_chars` bytes (with room for the row's headers): the cursor
+    # below reads rows in batches, but one row could hold a value of hundreds
+    # of megabytes. The failing cast is how plain SQL raises (not a constant,
+    # which the planner would fold and raise at once); its marker is mapped
+    # back to the value cap's error below.
+    row_bytes = int(max_value_chars) + 1024
+    wrapped = (
+        f"SELECT * FROM (\n{statement}\n) AS _silvia_q "  # noqa: S608
+        f"WHERE CASE WHEN pg_column_size(_silvia_q.*) > {row_bytes} "
+        f"THEN ('{_TOO_LARGE_MARK} ' || pg_column_size(_silvia_q.*))::int END IS NULL "
+        f"LIMIT {int(max_rows) + 1}"
+    )
     connection.ensure_connection()
+    deadline = time.monotonic() + timeout_ms / 1000
     try:
         with transaction.atomic(using=connection.alias):
             raw = connection.connection
-            cursor = psycopg.Cursor(raw)
+            setup, cursor = psycopg.Cursor(raw), psycopg.Cursor(raw)
+            # JSON-ready values straight from the wire: numbers as float,
+            # dates and times as PostgreSQL's ISO text.
+            cursor.adapters.register_loader("numeric", FloatLoader)
+            for name in _TEXT_TYPES:
+                cursor.adapters.register_loader(name, TextLoader)
+            first = first_batch(max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             try:
-                # One round trip: the scope row, then SET LOCAL statement_timeout,
-                # standard strings (the server reads literals as the guard's
-                # parser did), transaction_read_only and ROLE. The read-only
-                # check of this statement ran before it began, so its own
-                # insert goes through; everything ends with the rollback.
-                cursor.execute(
-                    "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
-                    "RETURNING 1) SELECT set_config('statement_timeout', %s, true), "
-                    "set_config('standard_conforming_strings', 'on', true), "
-                    "set_config('transaction_read_only', 'on', true), set_config('role', %s, true) FROM scope",
-                    [user_id, str(int(timeout_ms)), reader_role(connection)],
-                )
-                # JSON-ready values straight from the wire: numbers as float,
-                # dates and times as PostgreSQL's ISO text.
-                cursor.adapters.register_loader("numeric", FloatLoader)
-                for name in _TEXT_TYPES:
-                    cursor.adapters.register_loader(name, TextLoader)
-                cursor.execute(wrapped)
+                # One round trip (a pipeline): the scope row, then SET LOCAL
+                # statement_timeout, standard strings (the server reads
+                # literals as the guard's parser did), transaction_read_only
+                # and ROLE; the cursor; its first batch. The read-only check of
+                # the first statement ran before it began, so its own insert
+                # goes through; everything ends with the rollback, which also
+                # closes the cursor. cursor_tuple_fraction 1: plan for reading
+                # every row, as a plain query would be planned.
+                #
+                # A server-side cursor in this transaction: rows come in
+                # batches and the text cap is checked after each, so a huge
+                # result stops before it is in memory (sql_values.fetch_rows).
+                with raw.pipeline():
+                    setup.execute(
+                        "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
+                        "RETURNING 1) SELECT set_config('statement_timeout', %s, true), "
+                        "set_config('standard_conforming_strings', 'on', true), "
+                        "set_config('cursor_tuple_fraction', '1', true), "
+                        "set_config('transaction_read_only', 'on', true), set_config('role', %s, true) FROM scope",
+                        [user_id, str(int(timeout_ms)), reader_role(connection)],
+                    )
+                    setup.execute(f"DECLARE _silvia_sql NO SCROLL CURSOR FOR {wrapped}")
+                    cursor.execute(f"FETCH FORWARD {first} FROM _silvia_sql")
                 columns = [column.name for column in cursor.description or ()]
-                rows = cursor.fetchall()
+                timeout = [int(timeout_ms)]
+                batches = iter([cursor.fetchall()])
+
+                def fetchmany(size: int) -> list[Any]:
+                    first_rows = next(batches, None)
+                    if first_rows is not None:
+                        return first_rows
+                    # Each FETCH is a statement with its own statement_timeout:
+                    # keep the sum of them within the one limit.
+                    left = int((deadline - time.monotonic()) * 1000)
+                    if left <= 0:
+                        raise errors.QueryCanceled()
+                    if left < timeout[0] * 0.9:
+                        timeout[0] = left
+                        setup.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
+                    cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")
+                    return cursor.fetchall()
+
+                rows = fetch_rows(fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             finally:
+                setup.close()
                 cursor.close()
             transaction.set_rollback(True, using=connection.alias)
     except errors.QueryCanceled:
@@ -101,5 +154,9 @@ def run_query(
         raise ToolError("the query may only read") from None
     except psycopg.Error as error:
         message = (error.diag.message_primary or "the query failed").splitlines()[0][:300]
+        if _TOO_LARGE_MARK in message:
+            raise value_too_long(max_value_chars) from None
         raise ToolError(f"error: {message}") from None
-    return rows_output(columns, rows, max_rows=max_rows, max_chars=max_chars)
+    except OverflowError:  # a numeric beyond a float's range (psycopg's float loader)
+        raise ToolError(NUMBER_TOO_LARGE) from None
+    return rows_output(columns, rows, max_rows=max_rows)

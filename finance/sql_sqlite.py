@@ -25,11 +25,13 @@ from typing import Any
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from chat.tools.base import ToolError
-from finance.sql_values import rows_output
+from finance.sql_values import fetch_rows, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, quote_ident, view_body
 
 CACHE_SECONDS = 60.0
 CACHE_USERS = 32
+LIKE_PATTERN_CHARS = 1000
+"""The longest LIKE/GLOB pattern: matching is one call, up to pattern × value steps."""
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset(
     """
@@ -116,24 +118,37 @@ def _copy_for(connection: BaseDatabaseWrapper, user_id: int) -> _Copy:
 
 
 def run_query(
-    query: str, *, user_id: int, connection: BaseDatabaseWrapper, timeout_ms: int, max_rows: int, max_chars: int
+    query: str,
+    *,
+    user_id: int,
+    connection: BaseDatabaseWrapper,
+    timeout_ms: int,
+    max_rows: int,
+    max_chars: int,
+    max_value_chars: int,
 ) -> dict[str, Any]:
     """`{"columns", "rows"}` of `query` over user `user_id`'s rows only; raises `ToolError`."""
+    if _is_explain(query):
+        raise ToolError("only SELECT is allowed, not EXPLAIN")
     copy = _copy_for(connection, user_id)
     deadline = time.monotonic() + timeout_ms / 1000
     with copy.lock:
         memory = copy.connection
-        memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(1_000_000_000, max(1000, max_chars * 4)))
+        # One value (a string, a blob, a row being sorted) may not pass this:
+        # it keeps any one function call (instr, replace, printf) short, since
+        # the progress handler only runs between VDBE steps.
+        memory.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1000, max_value_chars))
+        memory.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, LIKE_PATTERN_CHARS)
         memory.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
         try:
             cursor = memory.execute(query)
             columns = [column[0] for column in cursor.description or ()]
             if not columns:
                 raise ToolError("only SELECT is allowed")
-            rows = cursor.fetchmany(max_rows + 1)
+            rows = fetch_rows(cursor.fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=max_value_chars)
             cursor.close()
         except sqlite3.DatabaseError as error:
-            raise ToolError(_reason(error, timeout_ms)) from None
+            raise ToolError(_reason(error, timeout_ms, max_value_chars)) from None
         except sqlite3.Warning:  # "You can only execute one statement at a time."
             raise ToolError("exactly one statement is allowed") from None
         except ValueError as error:
@@ -142,13 +157,36 @@ def run_query(
             memory.set_progress_handler(None, 0)
             if memory.in_transaction:
                 memory.rollback()
-    return rows_output(columns, rows, max_rows=max_rows, max_chars=max_chars)
+    return rows_output(columns, rows, max_rows=max_rows, finite=True)
 
 
-def _reason(error: sqlite3.DatabaseError, timeout_ms: int) -> str:
+_SPACE = " \t\n\f\r"
+
+
+def _is_explain(query: str) -> bool:
+    """Whether the statement's first keyword, past whitespace and comments, is EXPLAIN (as SQLite reads it)."""
+    at = 0
+    while True:
+        while at < len(query) and query[at] in _SPACE:
+            at += 1
+        if query.startswith("--", at):
+            end = query.find("\n", at)
+            at = len(query) if end < 0 else end + 1
+        elif query.startswith("/*", at):
+            end = query.find("*/", at + 2)
+            at = len(query) if end < 0 else end + 2
+        else:
+            break
+    word = query[at : at + 8]
+    return word[:7].lower() == "explain" and not (word[7:].isalnum() or word[7:] in ("_", "$"))
+
+
+def _reason(error: sqlite3.DatabaseError, timeout_ms: int, max_value_chars: int) -> str:
     message = str(error).splitlines()[0][:300] if str(error) else "the query failed"
     if message == "interrupted":
         return f"the query ran longer than {timeout_ms / 1000:g} s and was stopped"
+    if message == "string or blob too big":
+        return value_too_long(max_value_chars).reason
     if message == "not authorized" or message.startswith("not authorized") or "prohibited" in message:
         return f"not allowed: only SELECT over {', '.join(VIEW_NAMES)} with common functions"
     if message.startswith("no such table"):

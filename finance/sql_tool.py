@@ -7,7 +7,7 @@ three views and only `user`'s rows, on PostgreSQL (`finance.sql_postgres`:
 role, row-level security, read-only transaction) and SQLite
 (`finance.sql_sqlite`: a private copy of the user's rows). Limits come from
 settings (`FINANCE_SQL_TIMEOUT_MS`, `FINANCE_SQL_MAX_ROWS`,
-`FINANCE_SQL_MAX_CHARS`). Nothing of a query, its rows or its errors is logged.
+`FINANCE_SQL_MAX_CHARS`, `FINANCE_SQL_MAX_VALUE_CHARS`). Nothing of a query, its rows or its errors is logged.
 """
 
 from __future__ import annotations
@@ -131,11 +131,13 @@ class ExecuteSqlTool:
         timeout_ms: int | None = None,
         max_rows: int | None = None,
         max_chars: int | None = None,
+        max_value_chars: int | None = None,
     ) -> None:
         self.using = using
         self.timeout_ms = timeout_ms if timeout_ms is not None else settings.FINANCE_SQL_TIMEOUT_MS
         self.max_rows = max_rows if max_rows is not None else settings.FINANCE_SQL_MAX_ROWS
         self.max_chars = max_chars if max_chars is not None else settings.FINANCE_SQL_MAX_CHARS
+        self.max_value_chars = max_value_chars if max_value_chars is not None else settings.FINANCE_SQL_MAX_VALUE_CHARS
 
     def definition(self) -> dict[str, Any]:
         """The Messages API tool definition: `{"name", "description", "input_schema"}`."""
@@ -176,6 +178,7 @@ class ExecuteSqlTool:
             timeout_ms=self.timeout_ms,
             max_rows=self.max_rows,
             max_chars=self.max_chars,
+            max_value_chars=self.max_value_chars,
         )
         logger.debug("execute_sql: %d rows in %.1f ms", len(output["rows"]), (time.perf_counter() - started) * 1000)
         return output

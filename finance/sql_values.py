@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import operator
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from itertools import chain, compress, repeat
 from typing import Any
@@ -52,14 +52,94 @@ def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
         return False
 
 
-def rows_output(
-    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int
-) -> dict[str, Any]:
-    """`{"columns": [...], "rows": [{column: value}, ...]}`; `ToolError` past the caps or on a repeated column name.
+FIRST_BATCH = 128
+MAX_BATCH = 4096
 
-    `rows` may hold one row more than `max_rows` (the fetch asks for one more
-    to know whether the cap was passed). `max_chars` bounds the total length
-    of the text values.
+
+def first_batch(*, max_rows: int, max_chars: int, max_row_chars: int) -> int:
+    """The size `fetch_rows` asks for first (a caller may fetch it ahead, in the same round trip)."""
+    return min(FIRST_BATCH, max(1, 4 * max_chars // max(1, max_row_chars)), max_rows + 1)
+
+
+NUMBER_TOO_LARGE = "a number in the result is too large for a float (beyond ±1.8e308): round or scale it in SQL"
+
+
+def value_too_long(max_value_chars: int) -> ToolError:
+    """The error past the per-value (SQLite) or per-row (PostgreSQL) cap."""
+    return ToolError(f"a value or row is longer than {max_value_chars} characters (FINANCE_SQL_MAX_VALUE_CHARS)")
+
+
+def too_large(max_chars: int) -> ToolError:
+    """The error past the text cap."""
+    return ToolError(
+        f"the result is too large (more than {max_chars} characters of text): select fewer columns or rows"
+    )
+
+
+def text_chars(rows: Sequence[Sequence[Any]]) -> int:
+    """Characters of text in `rows`: strings, and the text form of anything but numbers, booleans and NULL."""
+    flat = list(chain.from_iterable(rows))
+    kinds = list(map(type, flat))
+    if set(kinds) <= _PLAIN:
+        return sum(map(len, compress(flat, map(operator.is_, kinds, repeat(str)))))
+    return sum(
+        len(value) if kind is str else 2 * len(value) if kind is bytes else len(str(value))
+        for value, kind in zip(flat, kinds, strict=True)
+        if kind not in _NUMBERS
+    )
+
+
+_NUMBERS = frozenset({type(None), bool, int, float})
+
+
+def fetch_rows(
+    fetchmany: Callable[[int], Sequence[Any]], *, max_rows: int, max_chars: int, max_row_chars: int
+) -> list[Any]:
+    """All rows from `fetchmany`, in batches; `ToolError` as soon as the row or text cap is passed.
+
+    Memory stays near the caps whatever the query. The text is counted after
+    each batch, and a batch is never more rows than, at `max_row_chars` (the
+    database's cap on one row or value) each, four times the text still
+    allowed. Within that, a batch grows (x8, then x2, up to `MAX_BATCH` rows)
+    while the last one held little of the text still allowed, and halves
+    when it held much or when its rows grew (its last row more than twice
+    its first, past 64 characters), so a recursive CTE doubling a string is
+    read a row or two at a time and stops just past the cap.
+    """
+    rows: list[Any] = []
+    chars = 0
+    size = FIRST_BATCH
+    while True:
+        remaining = max_chars - chars
+        want = min(size, max(1, 4 * remaining // max(1, max_row_chars)), max_rows + 1 - len(rows))
+        batch = fetchmany(want)
+        rows.extend(batch)
+        if len(rows) > max_rows:
+            raise ToolError(f"the query returned more than {max_rows} rows: aggregate, filter or add LIMIT")
+        batch_chars = text_chars(batch)
+        chars += batch_chars
+        if chars > max_chars:
+            raise too_large(max_chars)
+        if len(batch) < want:  # the result is exhausted
+            return rows
+        remaining = max_chars - chars
+        growing = batch_chars > 64 * len(batch) and text_chars(batch[-1:]) > 2 * max(64, text_chars(batch[:1]))
+        if growing or batch_chars * 4 > remaining:
+            size = max(1, len(batch) // 2)
+        elif batch_chars * 512 <= remaining:
+            size = min(len(batch) * 8, MAX_BATCH)
+        elif batch_chars * 64 <= remaining:
+            size = min(len(batch) * 2, MAX_BATCH)
+
+
+def rows_output(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, finite: bool = False
+) -> dict[str, Any]:
+    """`{"columns": [...], "rows": [{column: value}, ...]}` of rows read by `fetch_rows`.
+
+    `ToolError` on a repeated column name, past `max_rows`, or (`finite`: a
+    database whose only infinities are overflows, SQLite) on a non-finite
+    float. The text cap was checked while fetching.
     """
     seen: set[str] = set()
     for name in columns:
@@ -72,19 +152,8 @@ def rows_output(
     kinds = list(map(type, flat))
     if set(kinds) <= _PLAIN and _floats_finite(flat, kinds):
         # The common case, at C speed: every value is already JSON.
-        chars = sum(map(len, compress(flat, map(operator.is_, kinds, repeat(str)))))
-        out = [dict(zip(columns, row, strict=True)) for row in rows]
-    else:
-        converted = [[json_safe(value) for value in row] for row in rows]
-        chars = sum(
-            len(value) if isinstance(value, str) else len(str(value))
-            for row in converted
-            for value in row
-            if isinstance(value, (str, list, dict))
-        )
-        out = [dict(zip(columns, row, strict=True)) for row in converted]
-    if chars > max_chars:
-        raise ToolError(
-            f"the result is too large (more than {max_chars} characters of text): select fewer columns or rows"
-        )
-    return {"columns": list(columns), "rows": out}
+        return {"columns": list(columns), "rows": [dict(zip(columns, row, strict=True)) for row in rows]}
+    if finite and not all(map(math.isfinite, compress(flat, map(operator.is_, kinds, repeat(float))))):
+        raise ToolError(NUMBER_TOO_LARGE)
+    converted = [[json_safe(value) for value in row] for row in rows]
+    return {"columns": list(columns), "rows": [dict(zip(columns, row, strict=True)) for row in converted]}

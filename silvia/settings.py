@@ -217,6 +217,8 @@ FINNHUB_API_KEY = env.str("FINNHUB_API_KEY", default="")
 FINANCE_SQL_TIMEOUT_MS = env.int("FINANCE_SQL_TIMEOUT_MS", default=5000)
 FINANCE_SQL_MAX_ROWS = env.int("FINANCE_SQL_MAX_ROWS", default=1000)
 FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
+# The longest one value (SQLite: string, blob, sorted row; PostgreSQL: result row) may be, in bytes of UTF-8.
+FINANCE_SQL_MAX_VALUE_CHARS = env.int("FINANCE_SQL_MAX_VALUE_CHARS", default=65_536)
 # PostgreSQL roles the migration creates; empty means "<database name>_sql_reader" / "<database name>_sql_views".
 FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
 FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")

@@ -120,3 +120,33 @@ def test_factory_gives_none_when_the_reader_role_is_missing(db, settings):
         pytest.skip("roles exist on PostgreSQL only")
     settings.FINANCE_SQL_READER_ROLE = "silvia_no_such_role_for_this_test"
     assert execute_sql_tool() is None
+
+
+def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
+    """A tool's unexpected exception may quote row values: the log names its class, no message, no traceback."""
+    import logging
+    from types import SimpleNamespace
+    from typing import cast
+
+    from chat.live.runner import TurnRunner
+
+    class Leaky:
+        name = "execute_sql"
+
+        def run(self, tool_input, *, user):
+            raise OverflowError("value 2318.45 of NPRVdD53X83RZJzzzzgEOzdmenCkhvMdgaKjI is out of range")
+
+    runner = SimpleNamespace(tools={"execute_sql": Leaky()}, user=None, turn=SimpleNamespace(id="t1"))
+    block = {"type": "tool_use", "id": "toolu_1", "name": "execute_sql", "input": {"query": "SELECT 1"}}
+    with caplog.at_level(logging.DEBUG, logger="chat.live.runner"):
+        result = TurnRunner.run_tool(cast(TurnRunner, runner), block)
+    assert result == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "is_error": True,
+        "content": "execute_sql failed",
+    }
+    [record] = [r for r in caplog.records if r.name == "chat.live.runner"]
+    assert record.getMessage() == "turn t1: tool execute_sql raised OverflowError"
+    assert record.exc_info is None and record.exc_text is None
+    assert "2318" not in caplog.text and "NPRVdD53X" not in caplog.text

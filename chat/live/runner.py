@@ -166,8 +166,9 @@ class TurnRunner:
             return {**result, "is_error": True, "content": f"{name} timed out"}
         except ToolError as error:
             return {**result, "is_error": True, "content": error.reason or f"{name} failed"}
-        except Exception:
-            logger.warning("turn %s: tool %s raised", self.turn.id, name, exc_info=True)
+        except Exception as error:
+            # The class only: an exception's text and traceback can quote row values.
+            logger.warning("turn %s: tool %s raised %s", self.turn.id, name, type(error).__name__)
             return {**result, "is_error": True, "content": f"{name} failed"}
         blocks = to_citable_content(name, tool_input, output)
         for search_result in blocks:
