@@ -26,18 +26,23 @@ logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 20_000
 
+#: The account's id and label columns, first in each of the three views (docs/sql-tool.md).
+_ACCOUNT_COLUMNS: tuple[str, ...] = (
+    "source",
+    "source_account_id",
+    "account_id",
+    "snaptrade_account_id",
+    "manual_account_uuid",
+    "account_uuid",
+    "account_name",
+    "account_display_name",
+    "account_official_name",
+    "institution_name",
+)
+
 VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "account_details": (
-        "source",
-        "source_account_id",
-        "account_id",
-        "snaptrade_account_id",
-        "manual_account_uuid",
-        "account_uuid",
-        "account_name",
-        "account_display_name",
-        "account_official_name",
-        "institution_name",
+        *_ACCOUNT_COLUMNS,
         "official_name",
         "type",
         "subtype",
@@ -60,16 +65,7 @@ VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
         "access_token",
     ),
     "holding_details": (
-        "source",
-        "source_account_id",
-        "account_id",
-        "snaptrade_account_id",
-        "manual_account_uuid",
-        "account_uuid",
-        "account_name",
-        "account_display_name",
-        "account_official_name",
-        "institution_name",
+        *_ACCOUNT_COLUMNS,
         "account_type",
         "ticker",
         "security_name",
@@ -84,16 +80,7 @@ VIEW_COLUMNS: dict[str, tuple[str, ...]] = {
         "item_id",
     ),
     "public_holding_details": (
-        "source",
-        "source_account_id",
-        "account_id",
-        "snaptrade_account_id",
-        "manual_account_uuid",
-        "account_uuid",
-        "account_name",
-        "account_display_name",
-        "account_official_name",
-        "institution_name",
+        *_ACCOUNT_COLUMNS,
         "ticker",
         "security_name",
         "security_type",
