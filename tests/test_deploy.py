@@ -1,4 +1,4 @@
-"""Settings a deploy can get right, static files, /healthz (issue 14, item 3; README "Deploying")."""
+"""Settings a deploy can get right, static files, /healthz (issue 14, item 3; docs/deploying.md)."""
 
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ def _django(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def readme_production_env() -> dict[str, str]:
-    """The `export NAME=value` lines of README "Deploying"; a `$(…)` value becomes a fresh random key."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Deploying\n", 1)[1].split("\n## ", 1)[0]
+def deploying_production_env() -> dict[str, str]:
+    """The `export` lines of docs/deploying.md "The environment"; a `$(…)` value becomes a fresh random key."""
+    page = (ROOT / "docs" / "deploying.md").read_text(encoding="utf-8")
+    section = page.split("\n## The environment\n", 1)[1].split("\n## ", 1)[0]
     env = {}
     for name, value in re.findall(r"^export (\w+)=(\S+)", section, flags=re.MULTILINE):
         env[name] = secrets.token_urlsafe(50) if value.startswith('"$(') else value
@@ -65,8 +65,8 @@ def test_a_malformed_proxy_ssl_header_is_refused():
     assert "DJANGO_SECURE_PROXY_SSL_HEADER must be `HEADER,value`" in result.stderr
 
 
-def test_the_readme_production_settings_clear_check_deploy():
-    env = readme_production_env()
+def test_the_documented_production_settings_clear_check_deploy():
+    env = deploying_production_env()
     assert {
         "DJANGO_SECRET_KEY",
         "DJANGO_SECURE_SSL_REDIRECT",
@@ -99,7 +99,7 @@ def test_the_readme_production_settings_clear_check_deploy():
     )
 
 
-def test_without_the_readme_settings_check_deploy_warns():
+def test_without_the_documented_settings_check_deploy_warns():
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
