@@ -1,7 +1,7 @@
 """Benchmark: target derivation of a large `execute_sql` result against a plain loop (docs/citable.md).
 
     .venv/bin/python bench/derive.py                                   # 10,000 and 100,000 rows (`make bench`)
-    .venv/bin/python bench/derive.py --rows 10000 100000 1000000       # the README figures (about two minutes)
+    .venv/bin/python bench/derive.py --rows 10000 100000 1000000       # the bench/README.md figures (about two minutes)
 
 An `execute_sql` output of N rows (20 columns: transaction columns, the
 label `account_name` and the id columns `source_account_id`, `source`,

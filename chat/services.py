@@ -57,7 +57,7 @@ class SavedTurn:
 
 @dataclass(frozen=True, slots=True)
 class TurnLimits:
-    """Sizes a turn record may not exceed (README "Importing turns"); settings give the defaults.
+    """Sizes a turn record may not exceed (docs/running.md "Importing turns"); settings give the defaults.
 
     `max_text_chars`: characters (code points) of `user_message` and of the
     assembled answer. `max_tool_rows`: rows of one `execute_sql` output.

@@ -24,7 +24,7 @@ import orjson
 
 __all__ = ["DEFAULT_MAX_RECORD_BYTES", "FileRecord", "TurnFileError", "count_lines", "read_turn_records"]
 
-#: Largest record read, in bytes of the file (README "Importing turns").
+#: Largest record read, in bytes of the file (docs/running.md "Importing turns").
 DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 

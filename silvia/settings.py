@@ -3,7 +3,7 @@
 A fresh clone runs on the embedded SQLite database with `DJANGO_DEBUG=true`
 and nothing else. With DEBUG off (the default) `DJANGO_SECRET_KEY` is
 required, and every `check --deploy` item is set from the environment
-(README "Deploying"). `.env.example` lists the variables.
+(docs/deploying.md). `.env.example` lists the variables; docs/configuration.md explains them.
 """
 
 from pathlib import Path
@@ -32,7 +32,7 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
-# HTTPS (each one a `check --deploy` item; README "Deploying" sets them all).
+# HTTPS (each one a `check --deploy` item; docs/deploying.md "The environment" sets them all).
 # Off by default so that `make run` and the tests work over plain HTTP.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # A load balancer probes /healthz over plain HTTP.
@@ -105,7 +105,7 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # project, not to wherever a command happens to run.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["NAME"] not in ("", ":memory:"):
     DATABASES["default"]["NAME"] = str(BASE_DIR / DATABASES["default"]["NAME"])
-# Connections (README "Configuration"). The production server is uvicorn
+# Connections (docs/deploying.md "Database connections"). The production server is uvicorn
 # (ASGI), where Django's persistent connections (CONN_MAX_AGE) do not carry
 # from one request to the next: each request would open its own (about 7 ms
 # on PostgreSQL). So on PostgreSQL a psycopg-pool pool is the default
@@ -178,7 +178,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# Limits of a turn record (README "Importing turns"): refusals name the limit.
+# Limits of a turn record (docs/running.md "Importing turns"): refusals name the limit.
 TURN_MAX_TEXT_CHARS = env.int("TURN_MAX_TEXT_CHARS", default=1_000_000)  # user_message or answer, characters
 TURN_MAX_TOOL_ROWS = env.int("TURN_MAX_TOOL_ROWS", default=200_000)  # rows of one execute_sql output
 IMPORT_MAX_RECORD_BYTES = env.int("IMPORT_MAX_RECORD_BYTES", default=64 * 1024 * 1024)  # one record in a file
@@ -197,7 +197,7 @@ CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examp
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
 LOGGING = build_logging(LOG_LEVEL)
 
-# Tools a live turn can use (README "Tools a live turn can use"). A tool that
+# Tools a live turn can use (docs/tools.md). A tool that
 # is not configured is not offered to the model.
 # search_web: Exa-compatible search; off while EXA_API_KEY is unset.
 EXA_API_KEY = env.str("EXA_API_KEY", default="")
@@ -213,7 +213,7 @@ EXECUTE_PYTHON_MEMORY_MB = env.int("EXECUTE_PYTHON_MEMORY_MB", default=512)
 EXECUTE_PYTHON_OUTPUT_BYTES = env.int("EXECUTE_PYTHON_OUTPUT_BYTES", default=65_536)
 FINNHUB_API_KEY = env.str("FINNHUB_API_KEY", default="")
 
-# The execute_sql tool (finance/sql_tool.py; README "The financial data and the SQL tool").
+# The execute_sql tool (finance/sql_tool.py; docs/sql-tool.md).
 FINANCE_SQL_TIMEOUT_MS = env.int("FINANCE_SQL_TIMEOUT_MS", default=5000)
 FINANCE_SQL_MAX_ROWS = env.int("FINANCE_SQL_MAX_ROWS", default=1000)
 FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
@@ -223,7 +223,7 @@ FINANCE_SQL_MAX_VALUE_CHARS = env.int("FINANCE_SQL_MAX_VALUE_CHARS", default=65_
 FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
 FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")
 
-# Live turns (docs/live.md; README "Live turns"). The SDK reads no other
+# Live turns (docs/live.md, docs/configuration.md). The SDK reads no other
 # variable: these are passed to it explicitly. ANTHROPIC_BASE_URL points the
 # SDK at the recorded model (`python manage.py serve_recorded_model`).
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")

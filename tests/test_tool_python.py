@@ -105,7 +105,7 @@ def test_cwd_is_a_temp_folder_removed_afterwards(tool):
 
 
 def test_folder_removed_after_a_failure_too(tool, tmp_path):
-    # No file-system isolation: the code can write where the service can (README).
+    # No file-system isolation: the code can write where the service can (docs/tools.md).
     note = tmp_path / "cwd.txt"
     with pytest.raises(ToolError):
         _run(tool, f"import os; open({str(note)!r}, 'w').write(os.getcwd()); 1/0")

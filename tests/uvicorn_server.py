@@ -1,4 +1,4 @@
-"""A real uvicorn process serving `silvia.asgi:application`, as README "Deploying" runs it."""
+"""A real uvicorn process serving `silvia.asgi:application`, as docs/deploying.md runs it."""
 
 from __future__ import annotations
 

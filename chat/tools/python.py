@@ -16,7 +16,7 @@ Off unless `EXECUTE_PYTHON_ENABLED=true`. Each call runs
 
 It is NOT a security boundary: the code can use the network, read every file
 the service's user can read, and write to any folder that user can write to
-(README "Tools a live turn can use" lists what it does not protect against).
+(docs/tools.md lists what it does not protect against).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 
 # Runs in the child before the code: limits first, then the code as
 # `__main__`. The hard limits equal the soft ones so the code cannot raise
-# them (unless the service runs as root: see the README).
+# them (unless the service runs as root: see docs/tools.md).
 _BOOTSTRAP = """\
 import resource, runpy, sys
 cpu, memory, fsize = (int(a) for a in sys.argv[1:4])

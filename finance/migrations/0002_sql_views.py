@@ -2,7 +2,7 @@
 
 Needs on PostgreSQL: CREATEROLE (or the two roles created beforehand and
 named in FINANCE_SQL_READER_ROLE / FINANCE_SQL_VIEW_OWNER_ROLE, with the
-migrating role able to grant them to itself). See the README.
+migrating role able to grant them to itself). See docs/sql-tool.md, "Privileges the migration needs".
 """
 
 from django.conf import settings
