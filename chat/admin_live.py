@@ -1,4 +1,4 @@
-"""Admin for live turns (issue 10): running, failed and resumed turns, read-only.
+"""Admin for live turns (issues 10 and 18): queued, running, failed and resumed turns, read-only.
 
 A failed turn keeps its checkpoint for inspection; a stored one links to its
 `ai_chat_logs` row. Nothing here writes: turns are run by `chat.live`.
@@ -18,7 +18,7 @@ from chat.models import ChatLog, LiveTurn
 
 
 class ResumedFilter(admin.SimpleListFilter):
-    """Turns a resumer picked up after their worker stopped (`resume_count > 0`)."""
+    """Turns a worker took again after the one running them stopped (`resume_count > 0`)."""
 
     title = "resumed"
     parameter_name = "resumed"
@@ -38,7 +38,7 @@ class ResumedFilter(admin.SimpleListFilter):
 class LiveTurnAdmin(admin.ModelAdmin):
     """Live turns, newest first; filter by status and resumed."""
 
-    list_display = ("id", "status", "user", "created_at", "heartbeat_at", "resume_count", "last_seq", "error_type")
+    list_display = ("id", "status", "user", "created_at", "started_at", "resume_count", "last_seq", "error_type")
     list_filter = ("status", ResumedFilter, "prompt_version")
     list_select_related = ("user",)
     search_fields = ("=id", "=session_id", "=user__username")

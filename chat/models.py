@@ -83,22 +83,42 @@ class ChatLog(models.Model):
 
 
 class LiveTurnStatus(models.TextChoices):
-    """Where a live turn is (docs/live.md): running, stored (`done`) or ended by an `error`."""
+    """Where a live turn is (docs/live.md): waiting for a worker, running, stored (`done`) or ended by an `error`."""
 
+    QUEUED = "queued", "queued"
     RUNNING = "running", "running"
     DONE = "done", "done"
     FAILED = "failed", "failed"
+
+
+#: A turn that still holds its session (one per session) and counts against its user's limit.
+ACTIVE_STATUSES = (LiveTurnStatus.QUEUED, LiveTurnStatus.RUNNING)
+
+
+class LiveTurnQuerySet(models.QuerySet["LiveTurn"]):
+    def running_for_worker(self, turn_id: uuid.UUID, token: uuid.UUID) -> "LiveTurnQuerySet":
+        """The turn `turn_id` if it is running and `token` is its worker's (the fencing token); else nothing.
+
+        Every write a worker makes goes through this filter, so a worker that
+        another one took the turn from (a redelivered task) writes nothing.
+        """
+        return self.filter(pk=turn_id, worker_token=token, status=LiveTurnStatus.RUNNING)
+
+    def active(self) -> "LiveTurnQuerySet":
+        """Turns queued or running."""
+        return self.filter(status__in=ACTIVE_STATUSES)
 
 
 class LiveTurn(models.Model):
     """A turn the service runs itself (docs/live.md), durable across processes.
 
     `id` is the turn id and, once stored, the `ai_chat_logs` row's id, so a
-    resumed turn that saves twice is stored once. `checkpoint` is the state
-    after the last tool round (`messages`, `events`, `citationTargets`,
-    `step`, ...; `chat.live.checkpoint`). The worker that runs the turn holds
-    `worker_token` and refreshes `heartbeat_at`; a turn whose heartbeat is
-    stale is claimed by exactly one resumer (a conditional UPDATE).
+    resumed turn that saves twice is stored once. A turn is `queued` until a
+    job-engine worker takes it (`chat.live.service.turn_acquire`), which gives
+    it a new `worker_token`; a redelivered task takes it again with another
+    token (`resume_count` counts those), and the older worker's writes then
+    match no row. `checkpoint` is the state after the last tool round
+    (`messages`, `events`, `citationTargets`, `step`, ...; `chat.live.checkpoint`).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -106,28 +126,34 @@ class LiveTurn(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="live_turns")
     user_message = models.TextField()
     prompt_version = models.CharField(max_length=16, choices=PromptVersion.choices)
-    status = models.CharField(max_length=16, choices=LiveTurnStatus.choices, default=LiveTurnStatus.RUNNING)
+    status = models.CharField(max_length=16, choices=LiveTurnStatus.choices, default=LiveTurnStatus.QUEUED)
     checkpoint = models.JSONField(null=True, blank=True)
     last_seq = models.PositiveIntegerField(default=0, help_text="id of the last event in the log")
     worker_token = models.UUIDField(default=uuid.uuid4)
-    heartbeat_at = models.DateTimeField(default=timezone.now)
     resume_count = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True, help_text="the error event's data for a failed turn")
     created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker first took the turn")
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LiveTurnQuerySet.as_manager()
 
     class Meta:
         db_table = "chat_live_turns"
         ordering = ["-created_at"]  # noqa: RUF012
         constraints = [  # noqa: RUF012
-            # One running turn per session (docs/live.md: a second POST is a 409).
+            # One queued or running turn per session (docs/live.md: a second POST is a 409).
             models.UniqueConstraint(
                 fields=["session_id"],
-                condition=models.Q(status="running"),
-                name="chat_live_turns_one_running_per_session",
+                condition=models.Q(status__in=ACTIVE_STATUSES),
+                name="chat_live_turns_one_active_per_session",
             ),
         ]
-        indexes = [models.Index(fields=["status", "heartbeat_at"], name="chat_live_turns_status_hb")]  # noqa: RUF012
+        indexes = [  # noqa: RUF012
+            # Admission (docs/live.md "Admission"): a user's active turns, and the queue's depth.
+            models.Index(fields=["user", "status"], name="chat_live_turns_user_status"),
+            models.Index(fields=["status", "created_at"], name="chat_live_turns_status"),
+        ]
 
     def __str__(self) -> str:
         return f"turn {self.id} ({self.status})"

@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from chat.live.configured import model_configured
 from chat.selectors import session_get_for_user, session_list_for_user, session_messages
 from citations.urls import account_path
 from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
@@ -33,14 +34,6 @@ def home(request: HttpRequest) -> HttpResponse:
 def _caller(request: HttpRequest) -> AbstractBaseUser:
     # Every view below is `login_required`, so the user is a real one.
     return cast(AbstractBaseUser, request.user)
-
-
-def model_configured() -> bool:
-    """Whether live turns can reach a model: `ANTHROPIC_CONFIGURED` when set, else an API key or a base URL."""
-    explicit = getattr(settings, "ANTHROPIC_CONFIGURED", None)
-    if explicit is not None:
-        return bool(explicit)
-    return bool(getattr(settings, "ANTHROPIC_API_KEY", "") or getattr(settings, "ANTHROPIC_BASE_URL", None))
 
 
 def _ask_context() -> dict[str, Any]:

@@ -10,3 +10,7 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
 application = get_asgi_application()
+
+from chat.live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
+
+warn_if_no_model()

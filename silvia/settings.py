@@ -169,7 +169,14 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # The turn POST's throttle (scope `live_turns`, docs/live.md#admission): a rate per user.
+    "DEFAULT_THROTTLE_RATES": {"live_turns": env.str("LIVE_TURN_THROTTLE_RATE", default="30/minute")},
 }
+
+# DRF's throttles count in the cache. The default (local memory) counts per
+# process; a shared cache (`CACHE_URL=redis://…` with redis-py, or
+# `dbcache://silvia_cache` after `manage.py createcachetable`) counts across processes.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "silvia-citations",
@@ -236,11 +243,17 @@ ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
 LIVE_TURN_MAX_STEPS = env.int("LIVE_TURN_MAX_STEPS", default=8)
 LIVE_TURN_MESSAGE_MAX_CHARS = env.int("LIVE_TURN_MESSAGE_MAX_CHARS", default=20000)
 LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
-LIVE_TURN_HEARTBEAT_SECONDS = env.float("LIVE_TURN_HEARTBEAT_SECONDS", default=5.0)
-# A running turn whose heartbeat is older than this is resumed (resume_turns, or a reconnect).
-LIVE_TURN_STALE_SECONDS = env.float("LIVE_TURN_STALE_SECONDS", default=30.0)
 # How often a stream re-reads the event log when no wake-up came (SQLite across processes).
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
+# A stream with nothing to send (a queued turn, a slow model) sends an SSE comment this often.
+LIVE_TURN_KEEPALIVE_SECONDS = env.float("LIVE_TURN_KEEPALIVE_SECONDS", default=15.0)
+# Admission (docs/live.md#admission): queued or running turns per user (429 past it), turns
+# waiting for a worker (503 past it), and the Retry-After both answers carry.
+LIVE_TURN_MAX_PER_USER = env.int("LIVE_TURN_MAX_PER_USER", default=3)
+LIVE_TURN_MAX_QUEUED = env.int("LIVE_TURN_MAX_QUEUED", default=200)
+LIVE_TURN_RETRY_AFTER_SECONDS = env.int("LIVE_TURN_RETRY_AFTER_SECONDS", default=5)
+# How many times a worker may take a turn again after the one running it stopped; then it fails.
+LIVE_TURN_MAX_RESUMES = env.int("LIVE_TURN_MAX_RESUMES", default=3)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (chat.tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 
@@ -260,3 +273,31 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         }
     )
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test_db.sqlite3"))
+
+# The job engine: Celery (docs/job-engine.md). Live turns run in `celery -A silvia worker`
+# processes (the Procfile's `worker:` line), never in a web process. With no broker URL,
+# the embedded default: kombu's filesystem transport under var/broker/, for `make run`.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://"
+CELERY_BROKER_DIR = BASE_DIR / env.str("CELERY_BROKER_DIR", default="var/broker")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
+    # One folder both ways: the web process writes a message file, the worker takes it.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_BROKER_DIR),
+        "data_folder_out": str(CELERY_BROKER_DIR),
+        "polling_interval": 0.1,
+    }
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="silvia-live-turns")
+# A message is acknowledged when its turn ends, and RabbitMQ hands a dead worker's messages
+# to another worker at once; a worker takes one turn per thread, none ahead.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Threads: a turn mostly waits on the model; each thread holds at most one database
+# connection (docs/deploying.md#database-connections gives the budget).
+CELERY_WORKER_POOL = "threads"
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=8)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

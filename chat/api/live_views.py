@@ -15,10 +15,19 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from chat.live.service import SessionNotFoundError, TurnConflictError, turn_start
-from chat.live.streaming import event_stream
+from chat.live.service import (
+    ModelNotConfiguredError,
+    QueueFullError,
+    QueueUnavailableError,
+    SessionNotFoundError,
+    TurnConflictError,
+    TurnLimitError,
+    turn_start,
+)
+from chat.live.streaming import event_stream, release_connection
 from chat.models import LiveTurn, PromptVersion
 from citations.turn import parse_uuid
 
@@ -49,20 +58,30 @@ _EVENTS = (
 def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> StreamingHttpResponse:
     """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI."""
     stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
+    release_connection()  # the request's connection goes back to the pool before the stream starts
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
     return response
 
 
+def _busy(detail: str, status: int) -> Response:
+    """A JSON refusal the client may retry: `Retry-After` in seconds (docs/live.md#admission)."""
+    return Response({"detail": detail}, status=status, headers={"Retry-After": str(settings.LIVE_TURN_RETRY_AFTER_SECONDS)})
+
+
 class TurnCreateView(APIView):
     """Start a turn in the caller's session and stream its events (docs/live.md).
 
     A new session id creates a session for the caller; another user's session
-    is 404; a session with a running turn is 409; a bad body is 400.
+    is 404; a session with a queued or running turn is 409; a bad body is 400;
+    past the throttle or the user's limit 429, past the queue's depth or with
+    no model configured 503 (docs/live.md#admission).
     """
 
     content_negotiation_class = _AlwaysJSON
+    throttle_classes = [ScopedRateThrottle]  # noqa: RUF012
+    throttle_scope = "live_turns"
 
     @extend_schema(
         request=TurnRequestSerializer,
@@ -71,6 +90,8 @@ class TurnCreateView(APIView):
             400: OpenApiResponse(description="A bad body: `{field: [message]}`."),
             404: OpenApiResponse(description="Not found."),
             409: OpenApiResponse(description="The session already has a turn running."),
+            429: OpenApiResponse(description="Throttled, or the caller's running turns at their limit; `Retry-After`."),
+            503: OpenApiResponse(description="The queue is full (`Retry-After`), or no model is configured."),
         },
     )
     def post(self, request: Request, session_id: str):
@@ -95,6 +116,15 @@ class TurnCreateView(APIView):
             raise NotFound() from None
         except TurnConflictError:
             return Response({"detail": "This session already has a turn running."}, status=409)
+        except TurnLimitError:
+            limit = settings.LIVE_TURN_MAX_PER_USER
+            return _busy(f"You already have {limit} answers in progress. Wait for one to finish.", 429)
+        except QueueFullError:
+            return _busy("Too many questions are waiting for an answer. Please try again shortly.", 503)
+        except QueueUnavailableError:
+            return _busy("The service could not queue this question. Please try again.", 503)
+        except ModelNotConfiguredError as error:
+            return Response({"detail": str(error)}, status=503)
         return sse_response(request._request, turn.id, 0)
 
 

@@ -19,8 +19,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from django.utils import timezone
-
 from chat.live.events import LostTurnError, sqlite_write_lock
 from chat.live.model_step import AnswerPosition
 from chat.models import ChatLog, LiveTurn
@@ -134,8 +132,6 @@ def load_state(turn: LiveTurn) -> TurnState:
 def save_checkpoint(turn_id: uuid.UUID, token: uuid.UUID, state: TurnState) -> None:
     """Store the state after a tool round; `LostTurnError` when this worker no longer owns the turn."""
     with sqlite_write_lock():
-        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running").update(
-            checkpoint=state.to_json(), heartbeat_at=timezone.now()
-        )
+        updated = LiveTurn.objects.running_for_worker(turn_id, token).update(checkpoint=state.to_json())
     if not updated:
         raise LostTurnError(str(turn_id))

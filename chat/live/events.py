@@ -41,7 +41,7 @@ NOTIFY_CHANNEL = "silvia_live_turns"
 
 
 class LostTurnError(Exception):
-    """The worker no longer owns the turn: a resumer claimed it (its heartbeat was stale) or it ended."""
+    """The worker no longer owns the turn: another worker took it over (a redelivered task) or it ended."""
 
 
 def format_sse(seq: int, event: str, data: str) -> bytes:
@@ -86,8 +86,10 @@ def append_events(
         for i, (event, data) in enumerate(events, 1)
     ]
     with sqlite_write_lock(), transaction.atomic():
-        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running", last_seq=after).update(
-            last_seq=last, **(finish or {})
+        updated = (
+            LiveTurn.objects.running_for_worker(turn_id, token)
+            .filter(last_seq=after)
+            .update(last_seq=last, **(finish or {}))
         )
         if not updated:
             raise LostTurnError(str(turn_id))
@@ -97,71 +99,25 @@ def append_events(
 
 
 class EventWriter:
-    """Appends a worker's events from a thread of its own, batching what queues up meanwhile.
+    """Appends a worker's events from the turn's own thread, each in the log before `put` returns.
 
-    The worker reading the model stream never waits for the database: under
-    load, the events that arrive while one batch commits go in the next
-    transaction, so the cost per event falls as the load grows, and an idle
-    turn still writes each event at once. Events are still in the log before
-    any client sees them (clients only read the log). `flush()` waits until
-    everything queued is written; `put` and `flush` raise the writer's error
-    (`LostTurnError` when another worker took the turn over).
+    No thread of its own: a running turn holds one database connection, its
+    thread's (docs/deploying.md#database-connections). `put` raises
+    `LostTurnError` when another worker took the turn over; `flush` and
+    `close` are no-ops kept for the runner's loop (every `put` is durable).
     """
 
     def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int) -> None:
         self.turn_id, self.token, self.written = turn_id, token, after
-        self._queue: list[tuple[str, Any, dict[str, Any] | None]] = []
-        self._cond = threading.Condition()
-        self._busy = False
-        self._closed = False
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"live-turn-writer-{turn_id}", daemon=True)
-        self._thread.start()
 
     def put(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
-        with self._cond:
-            if self.error is not None:
-                raise self.error
-            self._queue.append((event, data, finish))
-            self._cond.notify_all()
+        self.written = append_event(self.turn_id, self.token, event, data, after=self.written, finish=finish)
 
     def flush(self) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self.error is not None or (not self._queue and not self._busy))
-            if self.error is not None:
-                raise self.error
+        """Nothing waits: every event is written by `put`."""
 
     def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        self._thread.join()
-
-    def _run(self) -> None:
-        try:
-            while True:
-                with self._cond:
-                    self._cond.wait_for(lambda: bool(self._queue) or self._closed)
-                    if not self._queue or self.error is not None:
-                        return
-                    # A batch ends at an event that finishes the turn (it is the last one).
-                    cut = next((i + 1 for i, item in enumerate(self._queue) if item[2]), len(self._queue))
-                    batch, self._queue = self._queue[:cut], self._queue[cut:]
-                    self._busy = True
-                try:
-                    written = append_events(
-                        self.turn_id, self.token, [(e, d) for e, d, _ in batch], after=self.written, finish=batch[-1][2]
-                    )
-                except BaseException as error:
-                    with self._cond:
-                        self.error, self._busy = error, False
-                        self._cond.notify_all()
-                    return
-                with self._cond:
-                    self.written, self._busy = written, False
-                    self._cond.notify_all()
-        finally:
-            connection.close()
+        """Nothing to release: the turn's thread keeps its connection until the task ends."""
 
 
 _sqlite_lock = threading.RLock()

@@ -42,7 +42,12 @@ __all__ = ["model_client", "run_turn"]
 
 logger = logging.getLogger(__name__)
 
-_tool_pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="live-tool")
+# One tool thread per worker thread at most: a turn waits for its tool (the
+# thread is there for LIVE_TOOL_TIMEOUT_SECONDS), so the process's database
+# connections stay within one per turn (docs/deploying.md#database-connections).
+_tool_pool = concurrent.futures.ThreadPoolExecutor(
+    max_workers=settings.CELERY_WORKER_CONCURRENCY, thread_name_prefix="live-tool"
+)
 
 
 _clients: dict[tuple[Any, ...], anthropic.Anthropic] = {}
@@ -120,9 +125,8 @@ class TurnRunner:
             self.fail(classified)
 
     def model_step(self) -> dict[str, Any]:
-        # The writer thread holds the turn's connection while it streams; this
-        # thread's own one would sit idle for the whole step (one per turn on
-        # a busy server), so it is closed and reopened for the next write.
+        # The connection goes back to the pool while the model thinks; the
+        # step's first event takes one again (one per running turn at most).
         connection.close()
         streamer = StepStreamer(self.state.position, self.state.registry, self.emit)
         request: dict[str, Any] = {
@@ -159,6 +163,7 @@ class TurnRunner:
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("id")}
         if tool is None or not isinstance(name, str) or not isinstance(tool_input, dict):
             return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}
+        connection.close()  # the tool's thread takes its own: one connection per turn at a time
         future = _tool_pool.submit(_run_tool_in_thread, tool, tool_input, self.user)
         try:
             output = future.result(timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)

@@ -1,178 +1,187 @@
-"""Starting, claiming and resuming live turns (docs/live.md, issue 10).
+"""Starting live turns and handing them to job-engine workers (docs/live.md, docs/job-engine.md).
 
-- `turn_start` creates the turn (one running turn per session: a partial
-  unique index, so two concurrent POSTs cannot both win), appends its `turn`
-  event and starts a worker thread in this process.
-- `turn_claim_stale` hands a turn whose worker stopped beating to exactly one
-  resumer: a conditional UPDATE of `worker_token` that only one caller can
-  win (PostgreSQL re-checks the condition on the locked row; SQLite
-  serialises writers). The winner drops the events after the checkpoint and
-  streams them again.
-- A heartbeat thread per process refreshes `heartbeat_at` of the turns it runs.
+- `turn_start` admits a turn (model configured, the user's limit, the
+  queue's depth), creates it `queued` with its `turn` event, and queues the
+  Celery task `chat.run_live_turn` once the row is committed.
+- `turn_acquire` is where a worker takes a turn: a queued turn starts; a
+  running one (its task redelivered because its worker died) is taken over
+  with a new worker token, at most `LIVE_TURN_MAX_RESUMES` times, then it
+  fails; a finished one is left alone. There is no lease, heartbeat or cron:
+  the broker redelivers a dead worker's unacknowledged task.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import threading
 import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from chat.live.checkpoint import initial_checkpoint, resume_point
-from chat.live.events import append_event, sqlite_write_lock
-from chat.models import ChatSession, LiveTurn, LiveTurnEvent
+from chat.live.configured import NOT_CONFIGURED, model_configured
+from chat.live.events import encode, notify_commit, sqlite_write_lock
+from chat.models import ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 __all__ = [
+    "ModelNotConfiguredError",
+    "QueueFullError",
+    "QueueUnavailableError",
     "SessionNotFoundError",
     "TurnConflictError",
-    "start_worker",
-    "turn_claim_stale",
+    "TurnLimitError",
+    "embedded_broker",
+    "turn_acquire",
     "turn_start",
-    "wait_for_workers",
+    "turns_orphaned_requeue",
 ]
 
 logger = logging.getLogger(__name__)
 
-
 class TurnConflictError(Exception):
-    """The session already has a running turn (docs/live.md: 409)."""
+    """The session already has a queued or running turn (docs/live.md: 409)."""
 
 
 class SessionNotFoundError(Exception):
     """The session id belongs to another user (docs/live.md: 404, like a missing one)."""
 
 
-def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
-    """Create a running turn in the caller's session (a new session id is the caller's) and start it.
+class TurnLimitError(Exception):
+    """The user already has `LIVE_TURN_MAX_PER_USER` queued or running turns (429)."""
 
-    Raises `SessionNotFoundError` when another user owns `session_id`
-    (as a session or through a turn) and `TurnConflictError` when the
-    session has a running turn. The turn's first event (`turn`) is in the
-    log before this returns.
+
+class QueueFullError(Exception):
+    """`LIVE_TURN_MAX_QUEUED` turns already wait for a worker (503)."""
+
+
+class QueueUnavailableError(Exception):
+    """The broker refused the turn's task; the turn is failed (503)."""
+
+
+class ModelNotConfiguredError(Exception):
+    """Neither an API key nor a base URL is configured (503)."""
+
+
+def embedded_broker() -> bool:
+    """True on the embedded default (kombu's filesystem transport, no redelivery)."""
+    return str(settings.CELERY_BROKER_URL).startswith("filesystem://")
+
+
+def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
+    """Admit and queue a turn in the caller's session (a new session id is the caller's).
+
+    Raises, in this order: `ModelNotConfiguredError`; `SessionNotFoundError`
+    when another user owns `session_id` (as a session or through a turn);
+    `TurnLimitError` past the user's limit; `QueueFullError` past the queue's
+    depth; `TurnConflictError` when the session has a queued or running turn;
+    `QueueUnavailableError` when the broker refuses the task (the turn is
+    then failed). The turn's first event (`turn`) is in the log before this returns.
     """
+    if not model_configured():
+        raise ModelNotConfiguredError(NOT_CONFIGURED)
     owned_elsewhere = (
         ChatSession.objects.filter(pk=session_id).exclude(user=user).exists()
         or LiveTurn.objects.filter(session_id=session_id).exclude(user=user).exists()
     )
     if owned_elsewhere:
         raise SessionNotFoundError(str(session_id))
-    turn = LiveTurn(session_id=session_id, user=user, user_message=message, prompt_version=prompt_version)
+    turn = LiveTurn(
+        session_id=session_id,
+        user=user,
+        user_message=message,
+        prompt_version=prompt_version,
+        status=LiveTurnStatus.QUEUED,
+        last_seq=1,
+    )
     try:
         with sqlite_write_lock(), transaction.atomic():
-            turn.save(force_insert=True)
+            # One admission at a time per user (PostgreSQL locks the user's row;
+            # SQLite's IMMEDIATE transactions already run one at a time).
+            get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+            if LiveTurn.objects.active().filter(user=user).count() >= settings.LIVE_TURN_MAX_PER_USER:
+                raise TurnLimitError(str(user.pk))
+            if LiveTurn.objects.filter(status=LiveTurnStatus.QUEUED).count() >= settings.LIVE_TURN_MAX_QUEUED:
+                raise QueueFullError()
             turn.checkpoint = initial_checkpoint(turn)
-            turn.save(update_fields=["checkpoint"])
+            turn.save(force_insert=True)
             data = {"turn_id": str(turn.id), "session_id": str(session_id)}
-            append_event(turn.id, turn.worker_token, "turn", data, after=0)
+            LiveTurnEvent.objects.create(turn=turn, seq=1, event="turn", data=encode(data))
+            notify_commit(turn.id)
     except IntegrityError:
         raise TurnConflictError(str(session_id)) from None
-    logger.info("turn %s started in session %s", turn.id, session_id)
-    start_worker(turn.id, turn.worker_token)
+    _enqueue(turn)
+    logger.info("turn %s queued in session %s", turn.id, session_id)
     return turn
 
 
-def turn_claim_stale(
-    *, turn_id: uuid.UUID | None = None, stale_seconds: float | None = None
-) -> list[tuple[uuid.UUID, uuid.UUID]]:
-    """Claim running turns whose heartbeat is older than `stale_seconds` (default `LIVE_TURN_STALE_SECONDS`).
-
-    Only `turn_id` when given. Returns `(turn_id, new worker token)` for each
-    turn this caller won; a turn another resumer won first is not returned.
-    """
-    stale = settings.LIVE_TURN_STALE_SECONDS if stale_seconds is None else stale_seconds
-    before = timezone.now() - dt.timedelta(seconds=stale)
-    candidates = LiveTurn.objects.filter(status="running", heartbeat_at__lt=before)
-    if turn_id is not None:
-        candidates = candidates.filter(pk=turn_id)
-    claimed = []
-    for candidate in candidates.values_list("pk", flat=True):
-        token = uuid.uuid4()
-        with sqlite_write_lock(), transaction.atomic():
-            won = LiveTurn.objects.filter(pk=candidate, status="running", heartbeat_at__lt=before).update(
-                worker_token=token, heartbeat_at=timezone.now(), resume_count=F("resume_count") + 1
-            )
-            if not won:
-                continue
-            checkpoint = LiveTurn.objects.filter(pk=candidate).values_list("checkpoint", flat=True).get()
-            keep = resume_point(checkpoint)
-            LiveTurnEvent.objects.filter(turn_id=candidate, seq__gt=keep).delete()
-            LiveTurn.objects.filter(pk=candidate).update(last_seq=keep)
-        logger.info("turn %s claimed for resume", candidate)
-        claimed.append((candidate, token))
-    return claimed
-
-
-# --- workers and heartbeats -------------------------------------------------
-
-_running: dict[uuid.UUID, uuid.UUID] = {}
-_workers: list[threading.Thread] = []
-_lock = threading.Lock()
-_heartbeat_started = False
-
-
-def start_worker(turn_id: uuid.UUID, token: uuid.UUID) -> threading.Thread:
-    """Run the claimed turn in a thread of this process; its heartbeat beats while it runs."""
-    thread = threading.Thread(target=_work, args=(turn_id, token), name=f"live-turn-{turn_id}", daemon=True)
-    with _lock:
-        _running[turn_id] = token
-        _workers[:] = [t for t in _workers if t.is_alive()]
-        _workers.append(thread)
-    _ensure_heartbeat()
-    thread.start()
-    return thread
-
-
-def wait_for_workers(timeout: float = 30.0) -> bool:
-    """Wait for this process's turn threads to end (commands and tests). True when all ended."""
-    deadline = timezone.now() + dt.timedelta(seconds=timeout)
-    with _lock:
-        threads = list(_workers)
-    for thread in threads:
-        thread.join(max(0.0, (deadline - timezone.now()).total_seconds()))
-    return not any(thread.is_alive() for thread in threads)
-
-
-def _work(turn_id: uuid.UUID, token: uuid.UUID) -> None:
-    from chat.live.runner import run_turn  # imported at startup by ChatConfig.ready; here to avoid a cycle
+def _enqueue(turn: LiveTurn) -> None:
+    from chat.tasks import run_live_turn  # loads Celery on the first turn, not at start-up
 
     try:
-        run_turn(turn_id, token)
-    finally:
-        with _lock:
-            if _running.get(turn_id) == token:
-                del _running[turn_id]
-        connection.close()
+        run_live_turn.delay(str(turn.id))
+    except Exception as error:  # kombu's OperationalError after the publish retries, a bad URL, ...
+        logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
+        _fail(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
+        raise QueueUnavailableError(str(turn.id)) from None
 
 
-def _ensure_heartbeat() -> None:
-    global _heartbeat_started
-    with _lock:
-        if _heartbeat_started:
+def _fail(turn_id: uuid.UUID, kind: str, message: str) -> None:
+    """End a queued or running turn with an `error` event after its last one (whoever runs it)."""
+    error = {"type": kind, "message": message}
+    with sqlite_write_lock(), transaction.atomic():
+        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
+        if turn is None:
             return
-        _heartbeat_started = True
-    threading.Thread(target=_beat_forever, name="live-turn-heartbeat", daemon=True).start()
+        seq = turn.last_seq + 1
+        LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event="error", data=encode({"error": error}))
+        LiveTurn.objects.filter(pk=turn_id).update(
+            status=LiveTurnStatus.FAILED, error=error, last_seq=seq, finished_at=timezone.now()
+        )
+        notify_commit(turn_id)
 
 
-def _beat_forever() -> None:
-    stop = threading.Event()
-    while not stop.wait(settings.LIVE_TURN_HEARTBEAT_SECONDS):
-        with _lock:
-            running = list(_running.items())
-        if not running:
-            continue
-        try:
-            condition = Q()
-            for turn_id, token in running:
-                condition |= Q(pk=turn_id, worker_token=token)
-            with sqlite_write_lock():
-                LiveTurn.objects.filter(condition, status="running").update(heartbeat_at=timezone.now())
-        except Exception:
-            logger.warning("live turn heartbeat failed", exc_info=True)
-        finally:
-            connection.close()
+def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
+    """Take `turn_id` for this worker; its new worker token, or None when there is nothing to run.
+
+    Queued: it starts. Running: a redelivered task whose worker died (or lost
+    the broker); the turn is taken over from its checkpoint with a new
+    token, so the older worker's next write fails, unless it was already
+    taken over `LIVE_TURN_MAX_RESUMES` times: then it fails. Done, failed or
+    missing: None (a redelivered task of a finished turn is a no-op).
+    """
+    token = uuid.uuid4()
+    with sqlite_write_lock(), transaction.atomic():
+        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
+        if turn is None:
+            return None
+        if turn.status == LiveTurnStatus.QUEUED:
+            LiveTurn.objects.filter(pk=turn_id).update(
+                status=LiveTurnStatus.RUNNING, worker_token=token, started_at=timezone.now()
+            )
+            return token
+        if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
+            # What a resume does to the event log: the events after the checkpoint go.
+            keep = resume_point(turn.checkpoint)
+            LiveTurnEvent.objects.filter(turn_id=turn_id, seq__gt=keep).delete()
+            LiveTurn.objects.filter(pk=turn_id).update(
+                worker_token=token, resume_count=F("resume_count") + 1, last_seq=keep
+            )
+            logger.info("turn %s taken over from a stopped worker", turn_id)
+            return token
+    logger.warning("turn %s: its workers stopped %d times; it fails", turn_id, turn.resume_count + 1)
+    _fail(turn_id, "interrupted", "This answer was interrupted too many times. Please try again.")
+    return None
+
+
+def turns_orphaned_requeue() -> int:
+    """Queue again every running turn (the embedded worker's start: no other worker can be running them)."""
+    from chat.tasks import run_live_turn
+
+    turn_ids = list(LiveTurn.objects.filter(status=LiveTurnStatus.RUNNING).values_list("pk", flat=True))
+    for turn_id in turn_ids:
+        run_live_turn.delay(str(turn_id))
+    return len(turn_ids)

@@ -16,41 +16,49 @@ from collections.abc import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 
 from chat.live.events import FINAL_EVENTS, events_after, format_sse, notifier
 from chat.live.listener import ensure_listener
-from chat.live.service import start_worker, turn_claim_stale
-from chat.models import LiveTurn
+from chat.models import ACTIVE_STATUSES, LiveTurn
 
-__all__ = ["event_stream"]
+__all__ = ["event_stream", "release_connection"]
 
-KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = b": keep-alive\n\n"
+
+
+def release_connection() -> None:
+    """Give this context's database connection back to the pool (PostgreSQL's psycopg-pool).
+
+    A stream lives for minutes; a connection it kept between reads would be
+    one pooled connection per open stream. Without a pool (SQLite, or
+    `DATABASE_POOL=false`) the connection stays: reopening costs more than it frees.
+    """
+    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
+        connection.close()
 
 
 def _poll(turn_id: uuid.UUID, after: int) -> tuple[list[tuple[int, str, str]], bool]:
     """New events, and whether the stream should end when there are none (the turn is over)."""
-    # The thread's connection stays open between polls (a stream polls often);
-    # WSGI closes it when the response ends, ASGI's pool threads keep theirs.
-    rows = events_after(turn_id, after)
-    if rows:
-        return rows, False
-    status = LiveTurn.objects.filter(pk=turn_id).values_list("status", flat=True).first()
-    if status != "running":
+    try:
+        rows = events_after(turn_id, after)
+        if rows:
+            return rows, False
+        status = LiveTurn.objects.filter(pk=turn_id).values_list("status", flat=True).first()
+        if status in ACTIVE_STATUSES:
+            return [], False
         # The last event commits with the final status: read once more, in
         # case it landed between the two queries.
         rows = events_after(turn_id, after)
         return rows, not rows
-    if status == "running":
-        for claimed_id, token in turn_claim_stale(turn_id=turn_id):
-            start_worker(claimed_id, token)
-        return [], False
-    return [], True
+    finally:
+        release_connection()
 
 
 def _wait_seconds() -> float:
-    # With LISTEN (PostgreSQL) a wake-up comes at once; the timeout is only a safety net.
-    return 2.0 if ensure_listener() else settings.LIVE_TURN_POLL_SECONDS
+    # With LISTEN (PostgreSQL) a wake-up comes at once; the timeout is only a safety net
+    # (and the keep-alive's clock).
+    return min(2.0, settings.LIVE_TURN_KEEPALIVE_SECONDS) if ensure_listener() else settings.LIVE_TURN_POLL_SECONDS
 
 
 def _frames(rows: list[tuple[int, str, str]]) -> tuple[bytes, int, bool]:
@@ -73,7 +81,7 @@ def sync_stream(turn_id: uuid.UUID, after: int) -> Iterator[bytes]:
             continue
         if over:
             return
-        if time.monotonic() - idle_since > KEEPALIVE_SECONDS:
+        if time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
             yield KEEPALIVE
             idle_since = time.monotonic()
         notifier.wait(key, seen, wait)
@@ -96,7 +104,7 @@ async def async_stream(turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
             continue
         if over:
             return
-        if time.monotonic() - idle_since > KEEPALIVE_SECONDS:
+        if time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
             yield KEEPALIVE
             idle_since = time.monotonic()
         await notifier.wait_async(key, seen, wait)

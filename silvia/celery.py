@@ -1,0 +1,37 @@
+"""The Celery app (docs/job-engine.md): live turns run as tasks in `celery -A silvia worker` processes.
+
+Configured the documented Django way: every `CELERY_*` setting of
+`silvia/settings.py`, and the tasks of each app's `tasks.py`. Not imported
+by `silvia/__init__.py` (Celery's template does that) so that a management
+command or a web process does not load Celery until it queues a turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from celery import Celery, signals
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+
+app = Celery("silvia")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+logger = logging.getLogger("silvia.worker")
+
+
+@signals.worker_ready.connect
+def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
+    from chat.live.configured import warn_if_no_model
+    from chat.live.service import embedded_broker, turns_orphaned_requeue
+
+    warn_if_no_model()
+    if embedded_broker():
+        # The filesystem transport has no redelivery: the turns a dead embedded
+        # worker was running are sent again, to resume from their checkpoints.
+        requeued = turns_orphaned_requeue()
+        if requeued:
+            logger.warning("embedded worker: %d turn(s) left running by a stopped worker queued again", requeued)
