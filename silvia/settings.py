@@ -281,6 +281,8 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://"
 CELERY_BROKER_DIR = BASE_DIR / env.str("CELERY_BROKER_DIR", default="var/broker")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
+    # kombu's filesystem transport, writing each message atomically (silvia/embedded_broker.py says why).
+    CELERY_BROKER_TRANSPORT = "silvia.embedded_broker:Transport"
     # One folder both ways: the web process writes a message file, the worker takes it.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR),

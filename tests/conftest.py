@@ -69,13 +69,38 @@ def recorded_model_server(django_db_setup, django_db_blocker):
     stop_listener()
 
 
-@pytest.fixture
-def recorded_model(recorded_model_server, settings, transactional_db):
-    """The recorded model with no scripts, the SDK pointed at it, turns on committed data.
+@pytest.fixture(scope="session")
+def live_worker(django_db_setup, django_db_blocker):
+    """A Celery worker for the in-process tests: Celery's own embedded test worker
+    (`celery.contrib.testing.worker.start_worker`, a thread of this process running
+    the threads pool), on kombu's in-memory transport, running the production task
+    `chat.run_live_turn`. Settings overridden in a test reach the turns it runs.
+    The Procfile's real processes are tested in tests/test_live_engine.py."""
+    import uuid
 
-    After the test, waits for the turn threads this process started.
+    from celery.contrib.testing.worker import start_worker
+
+    from silvia.celery import app
+
+    app.conf.update(
+        broker_url="memory://",
+        broker_transport_options={},
+        task_default_queue=f"silvia-test-{uuid.uuid4().hex[:12]}",
+    )
+    with django_db_blocker.unblock(), start_worker(
+        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=60
+    ):
+        yield app
+
+
+@pytest.fixture
+def recorded_model(recorded_model_server, live_worker, settings, transactional_db):
+    """The recorded model with no scripts, the SDK pointed at it, turns on committed data,
+    a worker running them.
+
+    After the test, waits until no turn is queued or running.
     """
-    from chat.live.service import wait_for_workers
+    from tests.live_support import wait_for_turns
 
     recorded_model_server.load([])
     settings.ANTHROPIC_BASE_URL = recorded_model_server.base_url
@@ -85,7 +110,7 @@ def recorded_model(recorded_model_server, settings, transactional_db):
     settings.LIVE_TOOL_FACTORIES = ["tests.live_support.recorded_sql_tool"]
     settings.LIVE_TURN_POLL_SECONDS = 0.05
     yield recorded_model_server
-    assert wait_for_workers(30), "a turn thread did not end"
+    assert wait_for_turns(60), "a turn did not end"
 
 
 @pytest.fixture

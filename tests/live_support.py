@@ -125,6 +125,18 @@ def parse_sse(data: bytes) -> list[tuple[int, str, Any]]:
     return events
 
 
+def wait_for_turns(timeout: float = 60.0) -> bool:
+    """Wait until no live turn is queued or running (the workers finished them). True when none is left."""
+    from chat.models import LiveTurn
+
+    deadline = time.monotonic() + timeout
+    while LiveTurn.objects.active().exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -211,11 +223,15 @@ class SSEClient:
         self.response = self.conn.getresponse()
         self.status = self.response.status
 
-    def events(self, limit: int | None = None) -> list[tuple[int, str, Any]]:
-        """Read up to `limit` events (all until the stream ends when None)."""
+    def events(self, limit: int | None = None, timeout: float = 120.0) -> list[tuple[int, str, Any]]:
+        """Read up to `limit` events (all until the stream ends when None), for at most `timeout` seconds
+        (keep-alives would otherwise keep a stuck stream open for ever)."""
         out: list[tuple[int, str, Any]] = []
         frame: list[bytes] = []
+        deadline = time.monotonic() + timeout
         while limit is None or len(out) < limit:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no end of the stream in {timeout} s; read {out[-3:]}")
             line = self.response.readline()
             if not line:
                 break

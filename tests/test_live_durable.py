@@ -1,24 +1,26 @@
-"""Durable turns (issue 10): reconnect, resume after SIGKILL, checkpoints, racing resumers.
+"""Durable turns (issues 10 and 18): reconnect, a killed worker's turn finished by another, checkpoints.
 
-Real processes: uvicorn servers on the test database, the real SDK against
-the recorded model over HTTP, a real HTTP client reading SSE.
+Real processes started from the Procfile: web (uvicorn) and worker (Celery)
+on the test database, RabbitMQ with a queue of the test's own, the real SDK
+against the recorded model over HTTP, a real HTTP client reading SSE.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import os
 import threading
 import time
 import uuid
 
 import pytest
-from django.core.management import call_command
-from django.utils import timezone
+from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from chat.live.service import start_worker, turn_claim_stale, wait_for_workers
-from chat.models import ChatLog, LiveTurn
-from tests.live_support import ServerProcess, SSEClient, cite, script, step, text, tool_use
+from chat.live.events import LostTurnError, append_event
+from chat.live.service import turn_acquire
+from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from tests.live_support import SSEClient, cite, database_url, script, step, text, tool_use
+from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,27 +46,45 @@ def durable_script(delay_ms: float = 0) -> dict:
     )
 
 
+def needs_rabbitmq() -> None:
+    if not rabbitmq_available():
+        if os.environ.get("CI"):
+            pytest.fail("RabbitMQ (127.0.0.1:5672) is needed: a killed worker's task is redelivered by it")
+        pytest.skip("RabbitMQ is not reachable on 127.0.0.1:5672")
+
+
 @pytest.fixture
 def token(maya):
     return Token.objects.create(user=maya).key
 
 
-@pytest.fixture
-def server_env(recorded_model):
+def base_env(recorded_model_server) -> dict[str, str]:
     return {
-        "ANTHROPIC_BASE_URL": recorded_model.base_url,
+        "DATABASE_URL": database_url(),
+        "ANTHROPIC_BASE_URL": recorded_model_server.base_url,
         "ANTHROPIC_API_KEY": "test-key",
         "LIVE_TOOL_FACTORIES": "tests.live_support.recorded_sql_tool",
         "LIVE_TURN_POLL_SECONDS": "0.05",
-        "LIVE_TURN_HEARTBEAT_SECONDS": "0.5",
     }
 
 
 @pytest.fixture
-def server(server_env):
-    process = ServerProcess(server_env)
-    yield process
-    process.stop()
+def stack(recorded_model_server, tmp_path):
+    """Processes on RabbitMQ (a killed worker's task goes to another worker)."""
+    needs_rabbitmq()
+    recorded_model_server.load([])
+    processes = Stack({**base_env(recorded_model_server), **rabbitmq_env()}, tmp_path)
+    yield processes
+    processes.close()
+
+
+@pytest.fixture
+def embedded(recorded_model_server, tmp_path):
+    """Processes on the embedded broker (kombu's filesystem transport), as `make run` starts them."""
+    recorded_model_server.load([])
+    processes = Stack({**base_env(recorded_model_server), **filesystem_env(tmp_path / "broker")}, tmp_path)
+    yield processes
+    processes.close()
 
 
 def normalized(events):
@@ -84,33 +104,27 @@ def stored(log_id):
     return {"response": row.response, "citations": row.citations, "inline": row.inline_citations, "model": row.model}
 
 
-def uninterrupted(server, token):
-    client = SSEClient(
-        server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
-    )
+def uninterrupted(web, token):
+    client = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
     events = client.events()
     client.close()
     assert events[-1][1] == "done", events[-1]
     return events
 
 
-def test_disconnect_after_n_events_and_reconnect(server, token, recorded_model):
-    recorded_model.load([durable_script(delay_ms=2)])
-    reference = uninterrupted(server, token)
+def test_disconnect_after_n_events_and_reconnect(embedded, token, recorded_model_server):
+    recorded_model_server.load([durable_script(delay_ms=2)])
+    web = embedded.web()
+    embedded.worker()
+    reference = uninterrupted(web, token)
     total = len(reference)
     for n in range(1, total):
-        post = SSEClient(
-            server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
-        )
+        post = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
         first = post.events(limit=n)
         post.close()  # the client goes away; the turn goes on
         turn_id = first[0][2]["turn_id"]
         again = SSEClient(
-            server.base_url,
-            "GET",
-            f"/api/chat/turns/{turn_id}/events",
-            token,
-            headers={"Last-Event-ID": str(first[-1][0])},
+            web.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": str(first[-1][0])}
         )
         rest = again.events()
         again.close()
@@ -118,160 +132,177 @@ def test_disconnect_after_n_events_and_reconnect(server, token, recorded_model):
         assert normalized(seen) == normalized(reference), n
         assert stored(seen[-1][2]["log_id"]) == stored(reference[-1][2]["log_id"])
         # ?after= works the same as the header, and a finished turn replays and closes.
-        replay = SSEClient(server.base_url, "GET", f"/api/chat/turns/{turn_id}/events?after=0", token)
+        replay = SSEClient(web.base_url, "GET", f"/api/chat/turns/{turn_id}/events?after=0", token)
         assert replay.events() == seen
         replay.close()
 
 
-def test_reconnect_served_by_a_second_server_process(server, server_env, token, recorded_model):
-    recorded_model.load([durable_script(delay_ms=40)])
-    second = ServerProcess(server_env)
-    try:
-        post = SSEClient(
-            server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
-        )
-        first = post.events(limit=4)
-        post.close()
-        follow = SSEClient(
-            second.base_url,
-            "GET",
-            f"/api/chat/turns/{first[0][2]['turn_id']}/events",
-            token,
-            headers={"Last-Event-ID": str(first[-1][0])},
-        )
-        rest = follow.events()
-        follow.close()
-    finally:
-        second.stop()
+def test_reconnect_served_by_a_second_web_process(embedded, token, recorded_model_server):
+    recorded_model_server.load([durable_script(delay_ms=40)])
+    first_web, second_web = embedded.web(), embedded.web()
+    embedded.worker()
+    post = SSEClient(first_web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "?"})
+    first = post.events(limit=4)
+    post.close()
+    follow = SSEClient(
+        second_web.base_url,
+        "GET",
+        f"/api/chat/turns/{first[0][2]['turn_id']}/events",
+        token,
+        headers={"Last-Event-ID": str(first[-1][0])},
+    )
+    rest = follow.events()
+    follow.close()
     assert rest[-1][1] == "done"
     assert [seq for seq, _, _ in first + rest] == list(range(1, len(first + rest) + 1))
-    recorded_model.load([durable_script()])
-    assert normalized(first + rest) == normalized(uninterrupted(server, token))
+    recorded_model_server.load([durable_script()])
+    assert normalized(first + rest) == normalized(uninterrupted(first_web, token))
 
 
-def crash_after_first_round(server, token, *, wait_step: int = 1) -> uuid.UUID:
-    """Start a turn in `server`, SIGKILL the server once a checkpoint after `wait_step` tool rounds exists."""
-    post = SSEClient(server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
-    turn_id = uuid.UUID(post.events(limit=1)[0][2]["turn_id"])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        checkpoint = LiveTurn.objects.get(pk=turn_id).checkpoint
-        if checkpoint and checkpoint.get("step", 0) >= wait_step:
-            break
+def wait_for(condition, timeout: float = 60.0, what: str = "a condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-    server.kill()
+
+
+def crash_after_tool_rounds(web, worker, token, rounds: int) -> uuid.UUID:
+    """Start a turn, SIGKILL its worker once a checkpoint after `rounds` tool rounds exists."""
+    post = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+    turn_id = uuid.UUID(post.events(limit=1)[0][2]["turn_id"])
+
+    def checkpointed() -> bool:
+        checkpoint = LiveTurn.objects.get(pk=turn_id).checkpoint
+        return bool(checkpoint) and checkpoint.get("step", 0) >= rounds
+
+    wait_for(checkpointed, what="the checkpoint")
+    worker.kill()
     post.close()
     turn = LiveTurn.objects.get(pk=turn_id)
-    assert turn.status == "running" and ChatLog.objects.filter(pk=turn_id).count() == 0
+    assert turn.status == LiveTurnStatus.RUNNING and not ChatLog.objects.filter(pk=turn_id).exists()
     return turn_id
 
 
 def log_events(turn_id):
-    return [(e.seq, e.event, e.data) for e in LiveTurn.objects.get(pk=turn_id).events.order_by("seq")]
-
-
-def test_sigkill_after_a_tool_round_then_resume_turns(server, token, recorded_model):
-    recorded_model.load([durable_script()])
-    reference = uninterrupted(server, token)
-    recorded_model.load([durable_script(delay_ms=150)])
-    turn_id = crash_after_first_round(server, token, wait_step=2)
-    recorded_model.load([durable_script()])
-    call_command("resume_turns", "--stale-seconds", "0")
-    turn = LiveTurn.objects.get(pk=turn_id)
-    assert turn.status == "done" and turn.resume_count == 1 and turn.checkpoint is None
-    assert stored(turn_id) == stored(reference[-1][2]["log_id"])
-    from chat.live.events import format_sse
     from tests.live_support import parse_sse
+    from chat.live.events import format_sse
 
-    events = parse_sse(b"".join(format_sse(*row) for row in log_events(turn_id)))
-    assert normalized(events) == normalized(reference)
+    rows = LiveTurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("seq", "event", "data")
+    return parse_sse(b"".join(format_sse(*row) for row in rows))
 
 
-def test_checkpoint_without_citation_targets_resumes_untyped(server, token, recorded_model):
-    recorded_model.load([durable_script(delay_ms=150)])
-    turn_id = crash_after_first_round(server, token, wait_step=2)
+def test_sigkill_after_a_tool_round_another_worker_finishes_it(stack, token, recorded_model_server):
+    recorded_model_server.load([durable_script()])
+    web, doomed = stack.web(), stack.worker()
+    reference = uninterrupted(web, token)
+    recorded_model_server.load([durable_script(delay_ms=150)])
+    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=2)
+    killed_at = time.monotonic()
+    recorded_model_server.load([durable_script()])
+    stack.worker()  # RabbitMQ gives it the dead worker's unacknowledged task: no cron, no client
+    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
+    assert time.monotonic() - killed_at < 60
+    turn = LiveTurn.objects.get(pk=turn_id)
+    assert turn.resume_count == 1 and turn.checkpoint is None
+    assert stored(turn_id) == stored(reference[-1][2]["log_id"])
+    assert normalized(log_events(turn_id)) == normalized(reference)
+
+
+def test_checkpoint_without_citation_targets_resumes_untyped(stack, token, recorded_model_server):
+    recorded_model_server.load([durable_script(delay_ms=150)])
+    web, doomed = stack.web(), stack.worker()
+    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=2)
     turn = LiveTurn.objects.get(pk=turn_id)
     assert isinstance(turn.checkpoint, dict)
     del turn.checkpoint["citationTargets"]  # a checkpoint written before targets existed
     turn.save(update_fields=["checkpoint"])
-    recorded_model.load([durable_script()])
-    call_command("resume_turns", "--stale-seconds", "0")
-    row = stored(turn_id)
-    first, second, third = row["inline"]
+    recorded_model_server.load([durable_script()])
+    stack.worker()
+    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
+    first, second, third = stored(turn_id)["inline"]
     assert first["target"]["kind"] == "accounts"  # streamed before the crash, typed
     assert "target" not in second and "target" not in third  # after the resume: empty registry
-    events = log_events(turn_id)
-    assert events[-1][1] == "done"
+    assert log_events(turn_id)[-1][1] == "done"
 
 
-def test_malformed_checkpoint_entry_resumes_that_source_untyped(server, token, recorded_model):
-    recorded_model.load([durable_script(delay_ms=150)])
-    turn_id = crash_after_first_round(server, token, wait_step=2)
+def test_malformed_checkpoint_entry_resumes_that_source_untyped(stack, token, recorded_model_server):
+    recorded_model_server.load([durable_script(delay_ms=150)])
+    web, doomed = stack.web(), stack.worker()
+    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=2)
     turn = LiveTurn.objects.get(pk=turn_id)
     assert isinstance(turn.checkpoint, dict)
     turn.checkpoint["citationTargets"][CARDS] = {"kind": "account"}  # no accountId
     turn.save(update_fields=["checkpoint"])
-    recorded_model.load([durable_script()])
-    call_command("resume_turns", "--stale-seconds", "0")
+    recorded_model_server.load([durable_script()])
+    stack.worker()
+    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
     row = stored(turn_id)
     assert "target" not in row["inline"][1]  # the malformed source
     assert row["inline"][2]["target"] == {"kind": "card_document", "url": None}  # the others keep theirs
 
 
-def test_reconnect_resumes_a_dead_turn(server, server_env, token, recorded_model):
-    recorded_model.load([durable_script(delay_ms=150)])
-    turn_id = crash_after_first_round(server, token)
-    LiveTurn.objects.filter(pk=turn_id).update(heartbeat_at=timezone.now() - dt.timedelta(hours=1))
-    recorded_model.load([durable_script()])
-    second = ServerProcess(server_env)
-    try:
-        client = SSEClient(
-            second.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": "1"}
-        )
-        events = client.events()
-        client.close()
-    finally:
-        second.stop()
-    assert events[-1][1] == "done" and LiveTurn.objects.get(pk=turn_id).resume_count == 1
-    assert ChatLog.objects.filter(pk=turn_id).exists()
+def test_embedded_worker_restarted_resumes_what_the_dead_one_ran(embedded, token, recorded_model_server):
+    """The filesystem transport has no redelivery: a new embedded worker queues its dead predecessor's turns again."""
+    recorded_model_server.load([durable_script(delay_ms=150)])
+    web, doomed = embedded.web(), embedded.worker()
+    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=1)
+    recorded_model_server.load([durable_script()])
+    embedded.worker()
+    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
+    assert LiveTurn.objects.get(pk=turn_id).resume_count == 1
+    client = SSEClient(web.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": "1"})
+    assert client.events()[-1][1] == "done"
+    client.close()
 
 
-def test_two_resumers_race_exactly_one_wins(maya, recorded_model):
-    turns = [
-        LiveTurn.objects.create(
-            session_id=uuid.uuid4(),
-            user=maya,
-            user_message="hi",
-            prompt_version="v5",
-            heartbeat_at=timezone.now() - dt.timedelta(minutes=5),
-        )
-        for _ in range(5)
-    ]
+# --- acquisition: in this process, on the test database -------------------
+
+
+def queued_turn(user) -> LiveTurn:
+    return LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="hi", prompt_version="v5")
+
+
+def test_two_deliveries_race_the_later_owns_the_turn_the_earlier_cannot_write(maya):
+    turns = [queued_turn(maya) for _ in range(5)]
     barrier = threading.Barrier(2)
-    wins: list[list] = [[], []]
+    taken: list[tuple[uuid.UUID, uuid.UUID, float]] = []
 
-    def resume(i):
+    def acquire():
         barrier.wait()
         for turn in turns:
-            wins[i].extend(turn_claim_stale(turn_id=turn.id))
-        from django.db import connection
-
+            token = turn_acquire(turn.id)
+            assert token is not None
+            taken.append((turn.id, token, time.monotonic()))
         connection.close()
 
-    threads = [threading.Thread(target=resume, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=acquire) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(30)
-    claimed = wins[0] + wins[1]
-    assert sorted(str(t) for t, _ in claimed) == sorted(str(t.id) for t in turns)  # each turn exactly once
-    for turn_id, token in claimed:
-        assert LiveTurn.objects.get(pk=turn_id).worker_token == token
-    # A fresh heartbeat is not stale: nobody claims it again.
-    assert turn_claim_stale(stale_seconds=60) == []
-    # The winner's worker finishes the turn (no checkpoint: from its first step).
-    recorded_model.load([script(step(text("Hello.")))])
-    turn_id, token = claimed[0]
-    start_worker(turn_id, token)
-    assert wait_for_workers(30)
-    assert LiveTurn.objects.get(pk=turn_id).status == "done"
+    for turn in turns:
+        tokens = [token for turn_id, token, _ in taken if turn_id == turn.id]
+        row = LiveTurn.objects.get(pk=turn.id)
+        # Acquisitions are serialised: one started the turn, the other took it over.
+        assert len(set(tokens)) == 2 and row.status == LiveTurnStatus.RUNNING and row.resume_count == 1
+        (stale,) = set(tokens) - {row.worker_token}
+        with pytest.raises(LostTurnError):
+            append_event(turn.id, stale, "text", {"text": "late"}, after=row.last_seq)
+        assert append_event(turn.id, row.worker_token, "text", {"text": "ok"}, after=row.last_seq) == row.last_seq + 1
+
+
+def test_resumes_are_capped_then_the_turn_fails(maya, settings):
+    settings.LIVE_TURN_MAX_RESUMES = 2
+    turn = queued_turn(maya)
+    LiveTurnEvent.objects.create(turn=turn, seq=1, event="turn", data="{}")
+    LiveTurn.objects.filter(pk=turn.pk).update(last_seq=1)
+    first = turn_acquire(turn.id)
+    second, third = turn_acquire(turn.id), turn_acquire(turn.id)  # two redeliveries: two takeovers
+    assert None not in (first, second, third) and len({first, second, third}) == 3
+    assert LiveTurn.objects.get(pk=turn.pk).resume_count == 2
+    assert turn_acquire(turn.id) is None  # the third redelivery: the cap
+    row = LiveTurn.objects.get(pk=turn.pk)
+    assert row.status == LiveTurnStatus.FAILED and row.error["type"] == "interrupted"
+    assert list(LiveTurnEvent.objects.filter(turn=turn).values_list("seq", "event")) == [(1, "turn"), (2, "error")]
+    assert turn_acquire(turn.id) is None  # a finished turn: a no-op
+    assert LiveTurn.objects.get(pk=turn.pk).resume_count == 2

@@ -11,9 +11,8 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.live.service import wait_for_workers
 from chat.models import ChatLog, LiveTurn
-from tests.live_support import cite, parse_sse, script, step, text, tool_use
+from tests.live_support import cite, parse_sse, script, step, text, tool_use, wait_for_turns
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -266,7 +265,7 @@ def test_broken_stream_and_timeout(client, recorded_model, settings):
     recorded_model.load([script(step(text("This stream breaks in the middle."), break_after=4))])
     _, response = post_turn(client)
     assert parse_sse(b"".join(response.streaming_content))[-1][2]["error"]["type"] == "connection_error"
-    wait_for_workers()
+    wait_for_turns()
     settings.ANTHROPIC_TIMEOUT_SECONDS = 0.3
     settings.ANTHROPIC_MAX_RETRIES = 0
     recorded_model.load([script(step(text("Slow."), delay_ms=1000))])
@@ -298,7 +297,7 @@ def test_history_is_text_only(client, recorded_model):
         step(tool_use("toolu_1", "execute_sql", {"query": "total"})),
         step(text("Total $6,500.", cite("silvia://your-portfolio", "total: 6500"))),
     )
-    wait_for_workers()
+    wait_for_turns()
     recorded_model.load([script(step(text("Same as before.", cite("silvia://your-portfolio", "total: 6500"))))])
     _, response = post_turn(client, session_id=session_id, message="And now?")
     events = parse_sse(b"".join(response.streaming_content))
@@ -314,7 +313,7 @@ def test_history_is_text_only(client, recorded_model):
 def test_legacy_prompt_has_no_citation_table(client, recorded_model):
     run_turn(client, recorded_model, step(text("Hi.")), prompt_version="legacy")
     assert "source_account_id" not in recorded_model.requests[0]["system"]
-    wait_for_workers()
+    wait_for_turns()
     run_turn(client, recorded_model, step(text("Hi.")))
     assert "source_account_id" in recorded_model.requests[0]["system"]
 
