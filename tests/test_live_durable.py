@@ -166,21 +166,25 @@ def wait_for(condition, timeout: float = 60.0, what: str = "a condition") -> Non
         time.sleep(0.02)
 
 
-def crash_after_tool_rounds(web, worker, token, rounds: int) -> uuid.UUID:
-    """Start a turn, SIGKILL its worker once a checkpoint after `rounds` tool rounds exists."""
-    post = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
-    turn_id = uuid.UUID(post.events(limit=1)[0][2]["turn_id"])
+def crash_after_tool_rounds(web, worker, token, rounds: int, turns: int = 1) -> list[uuid.UUID]:
+    """Start `turns` turns, SIGKILL their worker once each has a checkpoint after `rounds` tool rounds."""
+    clients = [
+        SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+        for _ in range(turns)
+    ]
+    turn_ids = [uuid.UUID(client.events(limit=1)[0][2]["turn_id"]) for client in clients]
 
     def checkpointed() -> bool:
-        checkpoint = LiveTurn.objects.get(pk=turn_id).checkpoint
-        return bool(checkpoint) and checkpoint.get("step", 0) >= rounds
+        checkpoints = LiveTurn.objects.filter(pk__in=turn_ids).values_list("checkpoint", flat=True)
+        return all(bool(c) and c.get("step", 0) >= rounds for c in checkpoints)
 
-    wait_for(checkpointed, what="the checkpoint")
+    wait_for(checkpointed, what="the checkpoints")
     worker.kill()
-    post.close()
-    turn = LiveTurn.objects.get(pk=turn_id)
-    assert turn.status == LiveTurnStatus.RUNNING and not ChatLog.objects.filter(pk=turn_id).exists()
-    return turn_id
+    for client in clients:
+        client.close()
+    for turn in LiveTurn.objects.filter(pk__in=turn_ids):
+        assert turn.status == LiveTurnStatus.RUNNING and not ChatLog.objects.filter(pk=turn.pk).exists()
+    return turn_ids
 
 
 def log_events(turn_id):
@@ -191,52 +195,36 @@ def log_events(turn_id):
     return parse_sse(b"".join(format_sse(*row) for row in rows))
 
 
-def test_sigkill_after_a_tool_round_another_worker_finishes_it(stack, token, recorded_model_server):
+def test_sigkill_after_a_tool_round_another_worker_finishes_the_turns(stack, token, recorded_model_server):
+    """Three turns killed after their second tool round: one as it was, one whose checkpoint has no
+    `citationTargets` (written before targets existed), one with a malformed entry."""
     recorded_model_server.load([durable_script()])
     web, doomed = stack.web(), stack.worker()
     reference = uninterrupted(web, token)
-    recorded_model_server.load([durable_script(delay_ms=150)])
-    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=2)
+    recorded_model_server.load([durable_script(delay_ms=300)])
+    plain, without_targets, malformed = crash_after_tool_rounds(web, doomed, token, rounds=2, turns=3)
     killed_at = time.monotonic()
-    recorded_model_server.load([durable_script()])
-    stack.worker()  # RabbitMQ gives it the dead worker's unacknowledged task: no cron, no client
-    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
-    assert time.monotonic() - killed_at < 60
-    turn = LiveTurn.objects.get(pk=turn_id)
-    assert turn.resume_count == 1 and turn.checkpoint is None
-    assert stored(turn_id) == stored(reference[-1][2]["log_id"])
-    assert normalized(log_events(turn_id)) == normalized(reference)
-
-
-def test_checkpoint_without_citation_targets_resumes_untyped(stack, token, recorded_model_server):
-    recorded_model_server.load([durable_script(delay_ms=150)])
-    web, doomed = stack.web(), stack.worker()
-    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=2)
-    turn = LiveTurn.objects.get(pk=turn_id)
-    assert isinstance(turn.checkpoint, dict)
-    del turn.checkpoint["citationTargets"]  # a checkpoint written before targets existed
+    turn = LiveTurn.objects.get(pk=without_targets)
+    del turn.checkpoint["citationTargets"]
     turn.save(update_fields=["checkpoint"])
-    recorded_model_server.load([durable_script()])
-    stack.worker()
-    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
-    first, second, third = stored(turn_id)["inline"]
-    assert first["target"]["kind"] == "accounts"  # streamed before the crash, typed
-    assert "target" not in second and "target" not in third  # after the resume: empty registry
-    assert log_events(turn_id)[-1][1] == "done"
-
-
-def test_malformed_checkpoint_entry_resumes_that_source_untyped(stack, token, recorded_model_server):
-    recorded_model_server.load([durable_script(delay_ms=150)])
-    web, doomed = stack.web(), stack.worker()
-    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=2)
-    turn = LiveTurn.objects.get(pk=turn_id)
-    assert isinstance(turn.checkpoint, dict)
+    turn = LiveTurn.objects.get(pk=malformed)
     turn.checkpoint["citationTargets"][CARDS] = {"kind": "account"}  # no accountId
     turn.save(update_fields=["checkpoint"])
     recorded_model_server.load([durable_script()])
-    stack.worker()
-    wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
-    row = stored(turn_id)
+    stack.worker()  # RabbitMQ gives it the dead worker's unacknowledged tasks: no cron, no client
+    ids = (plain, without_targets, malformed)
+    wait_for(lambda: LiveTurn.objects.filter(pk__in=ids, status=LiveTurnStatus.DONE).count() == 3, what="resumes")
+    assert time.monotonic() - killed_at < 90
+    for turn in LiveTurn.objects.filter(pk__in=ids):
+        assert turn.resume_count == 1 and turn.checkpoint is None
+    assert stored(plain) == stored(reference[-1][2]["log_id"])
+    assert normalized(log_events(plain)) == normalized(reference)
+
+    first, second, third = stored(without_targets)["inline"]
+    assert first["target"]["kind"] == "accounts"  # streamed before the crash, typed
+    assert "target" not in second and "target" not in third  # after the resume: an empty registry
+
+    row = stored(malformed)
     assert "target" not in row["inline"][1]  # the malformed source
     assert row["inline"][2]["target"] == {"kind": "card_document", "url": None}  # the others keep theirs
 
@@ -245,7 +233,7 @@ def test_embedded_worker_restarted_resumes_what_the_dead_one_ran(embedded, token
     """The filesystem transport has no redelivery: a new embedded worker queues its dead predecessor's turns again."""
     recorded_model_server.load([durable_script(delay_ms=150)])
     web, doomed = embedded.web(), embedded.worker()
-    turn_id = crash_after_tool_rounds(web, doomed, token, rounds=1)
+    (turn_id,) = crash_after_tool_rounds(web, doomed, token, rounds=1)
     recorded_model_server.load([durable_script()])
     embedded.worker()
     wait_for(lambda: LiveTurn.objects.get(pk=turn_id).status == LiveTurnStatus.DONE, what="the resumed turn")
