@@ -1,8 +1,9 @@
 """The `Procfile`'s processes for end-to-end tests and benchmarks: each line parsed, `$PORT` substituted.
 
-`ProcfileProcess.start("web", env)` runs the `web:` line as a deploy would
-(the virtualenv's `bin` first on `PATH`), in its own process group, with
-its output in a file; `kill()` is SIGKILL, `terminate()` SIGTERM. Brokers:
+`ProcfileProcess("web", env, log)` runs the `web:` line as a deploy would,
+through the shell (`sh -c 'exec <line>'`, with `PORT` set and the
+virtualenv's `bin` first on `PATH`), in its own process group, with its
+output in a file; `kill()` is SIGKILL, `terminate()` SIGTERM. Brokers:
 `rabbitmq_env()` gives a run its own RabbitMQ queue (deleted by
 `delete_queue`); `filesystem_env(folder)` the embedded broker in a folder.
 """
@@ -10,7 +11,6 @@ its output in a file; `kill()` is SIGKILL, `terminate()` SIGTERM. Brokers:
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -47,15 +47,26 @@ class ProcfileProcess:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        command = procfile_lines()[name].replace("$PORT", str(self.port))
-        bin_dir = str(Path(sys.executable).parent)
-        full_env = {**os.environ, "DJANGO_DEBUG": "false", **env, "PORT": str(self.port)}
-        full_env["PATH"] = bin_dir + os.pathsep + full_env.get("PATH", "")
         # The tests' web processes listen on loopback only, whatever the Procfile says.
-        argv = [arg if arg != "0.0.0.0" else "127.0.0.1" for arg in shlex.split(command)]  # noqa: S104
+        command = procfile_lines()[name].replace("--host 0.0.0.0", "--host 127.0.0.1")
+        bin_dir = str(Path(sys.executable).parent)
+        full_env = {
+            **os.environ,
+            "DJANGO_DEBUG": "false",
+            # Node names are unique per broker (RabbitMQ is shared with other runs).
+            "CELERY_WORKER_NAME": f"test-{uuid.uuid4().hex[:12]}",
+            **env,
+            "PORT": str(self.port),
+        }
+        full_env["PATH"] = bin_dir + os.pathsep + full_env.get("PATH", "")
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                argv, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                ["/bin/sh", "-c", f"exec {command}"],
+                cwd=ROOT,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def output(self) -> str:
