@@ -1,5 +1,5 @@
 # Two commands on a fresh machine (python3 >= 3.11 and make):
-#   make run    virtualenv, install, migrate SQLite, demo data, serve on 127.0.0.1:8000 (uvicorn)
+#   make run    virtualenv, install, migrate SQLite, demo data, serve on 127.0.0.1:8000 (uvicorn + a Celery worker)
 #   make run-recorded   the same, with the recorded model (not Claude) answering live turns
 #   make test   the test suite (SQLite; set DATABASE_URL for PostgreSQL)
 PYTHON ?= python3
@@ -24,10 +24,14 @@ $(BIN)/.installed: requirements.txt constraints.txt
 install: $(BIN)/.installed
 
 # The demo serves with DEBUG on (local only) so the server serves the admin's CSS.
+# Live turns run in one Celery worker beside uvicorn, on the embedded broker under
+# var/broker/ unless CELERY_BROKER_URL is set (docs/job-engine.md); both stop together.
 run: export DJANGO_DEBUG ?= true
 run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
+	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
+	trap 'kill $$worker; wait $$worker' EXIT INT TERM; \
 	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
 
 # The demo with the RECORDED model (not Claude) answering live turns: no API key needed.

@@ -1,29 +1,29 @@
-"""Benchmark: live turns over SSE against one uvicorn process (issues 8 and 10).
+"""Benchmark: live turns over HTTP against the Procfile's web and worker processes (issues 8, 10 and 18).
 
-    .venv/bin/python bench/live_turns.py                         # SQLite, 100 concurrent turns, 20 ms pacing
-    .venv/bin/python bench/live_turns.py --turns 20              # what `make bench` runs
-    .venv/bin/python bench/live_turns.py --database-url postgres://postgres@127.0.0.1:5432/postgres
+    .venv/bin/python bench/live_turns.py                          # PostgreSQL + RabbitMQ: 1, 20 and 100 turns
+    .venv/bin/python bench/live_turns.py --levels 20 --sqlite     # the embedded default: SQLite + filesystem broker
+    .venv/bin/python bench/live_turns.py --webs 2 --workers 2 --concurrency 50 --rounds 5
 
-Setup: a scratch database (a SQLite file in a temporary folder, or
-`silvia_bench_live_<pid>` on the PostgreSQL server of `--database-url`,
-dropped at the end), migrated; the recorded model in this process with
-realistic pacing (`--delay-ms` between stream events, 12 characters a text
-delta); one `uvicorn silvia.asgi:application` process.
+Setup: a scratch database (`silvia_bench_live_<pid>` on the PostgreSQL
+server of `--database-url`, dropped at the end; or a SQLite file with
+`--sqlite`), migrated; the recorded model in this process (`--delay-ms`
+between stream events, one tool round per turn so a checkpoint is written);
+`--webs` processes of the Procfile's `web:` line and `--workers` of its
+`worker:` line (`--concurrency` threads each), on RabbitMQ with a queue of
+the run's own when it answers (else, and with `--sqlite`, the embedded
+filesystem broker). One user per concurrent turn, each turn in a new session.
 
-Figures, each beside the baseline it is measured against in the same run:
+Figures, each beside its baseline from the same run, levels alternating
+over `--rounds` rounds (median and range of the rounds' medians):
 
-- **time to first event**: POST -> the `turn` event, and -> the first `text`;
-- **added latency per event**: the recorded model writing a `text_delta` ->
-  our client reading the matching `text` event, median and p99, over
-  `--turns` concurrent turns (one tool round each, so checkpoints are
-  written). Baseline: the same streams read straight from the recorded model
-  by the SDK, at the same concurrency. Stalls: gaps > 1 s inside a stream;
+- **time to first event** (POST -> `turn`) and **time to `done`**, at each
+  level; baseline: a single turn (level 1). Goal: `done` at 100 <= 1.5x;
+- **errors**: a status other than 200, or a stream that does not end `done`;
 - **GET p99 under load**: `GET /api/chat/sessions/<id>` of another session
-  while the turns stream, against the same GET with the server idle (goal <= 2x);
-- **replay of a 5,000-event turn**: `GET /api/chat/turns/<id>/events?after=0`
-  to the first event's bytes (goal <= 50 ms);
-- **event log cost per event**: `append_event` (ownership check, insert,
-  notify) against a bare INSERT of the same row, median (goal: <= 2 ms more).
+  while the turns stream, against the same GET between rounds (idle). Goal <= 2x;
+- **kill-to-resumed** (RabbitMQ only): `--kill-turns` turns running, one
+  worker SIGKILLed; for each turn it ran, the kill -> the next event its
+  client reads (goal <= 30 s), and every turn ends `done`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -51,15 +50,17 @@ from bench._timing import postgres_server_url  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile: always a measured value."""
     ordered = sorted(values)
     return ordered[max(0, min(len(ordered) - 1, round(q * len(ordered)) - 1))] if ordered else float("nan")
 
 
 def ms(value: float) -> str:
-    return f"{value * 1000:8.2f} ms"
+    return f"{value * 1000:8.1f} ms"
 
 
 def answer_script(delay_ms: float) -> dict[str, Any]:
+    """One tool round, then a cited answer of about 50 text events."""
     cite = {
         "type": "search_result_location",
         "source": "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md",
@@ -70,6 +71,7 @@ def answer_script(delay_ms: float) -> dict[str, Any]:
         "end_block_index": 1,
     }
     sentence = "Your card's annual fee is $95, and purchases cost 20.24% to 27.24% a year. "
+    tool = {"type": "tool_use", "id": "toolu_b1", "name": "read_credit_card_document"}
     return {
         "name": "bench",
         "delay_ms": delay_ms,
@@ -77,14 +79,7 @@ def answer_script(delay_ms: float) -> dict[str, Any]:
             {
                 "message": {
                     "stop_reason": "tool_use",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": "toolu_b1",
-                            "name": "read_credit_card_document",
-                            "input": {"path": "chase/sapphire-preferred/pricing.md"},
-                        }
-                    ],
+                    "content": [{**tool, "input": {"path": "chase/sapphire-preferred/pricing.md"}}],
                 }
             },
             {
@@ -101,276 +96,43 @@ def answer_script(delay_ms: float) -> dict[str, Any]:
 
 
 class Stream:
-    """One SSE response read on a thread: receipt time of each event."""
+    """One turn's SSE response read on a thread: the receipt time of each event."""
 
-    def __init__(self, port: int, method: str, path: str, token: str, body: Any = None) -> None:
-        self.port, self.method, self.path, self.token, self.body = port, method, path, token, body
+    def __init__(self, port: int, token: str) -> None:
+        self.port, self.token = port, token
+        self.status = 0
         self.events: list[tuple[float, str, Any]] = []
         self.started = 0.0
 
     def run(self) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
         headers = {"Authorization": f"Token {self.token}", "Content-Type": "application/json"}
         self.started = time.perf_counter()
-        conn.request(self.method, self.path, body=json.dumps(self.body) if self.body else None, headers=headers)
-        response = conn.getresponse()
-        name = None
-        while True:
-            line = response.readline()
-            if not line:
-                break
-            if line.startswith(b"event: "):
-                name = line[7:].strip().decode()
-            elif line.startswith(b"data: ") and name:
-                self.events.append((time.perf_counter(), name, json.loads(line[6:])))
-                if name in ("done", "error"):
-                    break
-        conn.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--turns", type=int, default=100)
-    parser.add_argument("--delay-ms", type=float, default=20.0, help="recorded model pacing between events")
-    parser.add_argument("--replay-events", type=int, default=5000)
-    parser.add_argument("--database-url", help="a postgres:// server URL (default: SQLite in a temporary folder)")
-    args = parser.parse_args(argv)
-
-    scratch = tempfile.mkdtemp(prefix="silvia-bench-live-")
-    pg_admin = None
-    if args.database_url:
-        import psycopg
-
-        server = postgres_server_url(args.database_url)
-        name = f"silvia_bench_live_{os.getpid()}"
-        pg_admin = (server, name)
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        database_url = server.rsplit("/", 1)[0] + "/" + name
-    else:
-        database_url = f"sqlite:///{scratch}/bench.sqlite3"
-    os.environ.update({"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "silvia.settings"})
-    server_process = None
-    try:
-        subprocess.check_call([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT)
-        import django
-
-        django.setup()
-        return run(args, database_url, scratch)
-    finally:
-        if server_process is not None:
-            server_process.terminate()
-        if pg_admin is not None:
-            from django.db import connections
-
-            connections.close_all()
-            import psycopg
-
-            with psycopg.connect(pg_admin[0], autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {pg_admin[1]} WITH (FORCE)")
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:
-    import anthropic
-    from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
-
-    from chat.live.recorded_model import RecordedModelServer
-    from chat.models import ChatLog, ChatSession, LiveTurn, LiveTurnEvent
-
-    user = get_user_model().objects.create_user("bench")
-    token = Token.objects.create(user=user).key
-    other = ChatSession.objects.create(user=user, title="other")
-    ChatLog.objects.bulk_create(
-        ChatLog(session=other, user=user, user_message=f"q{i}", response="a" * 400, prompt_version="v5")
-        for i in range(20)
-    )
-    model = RecordedModelServer([answer_script(args.delay_ms)]).start()
-    port = _free_port()
-    env = {
-        **os.environ,
-        "ANTHROPIC_BASE_URL": model.base_url,
-        "ANTHROPIC_API_KEY": "bench",
-        "DJANGO_DEBUG": "false",
-        "DJANGO_LOG_LEVEL": "WARNING",
-    }
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "silvia.asgi:application",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--no-access-log",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        _wait_port(port)
-        print(
-            f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}; "
-            f"{args.turns} concurrent turns; recorded model pacing {args.delay_ms:g} ms/event"
-        )
-
-        # Baseline: the SDK reading the recorded model directly, same concurrency.
-        client = anthropic.Anthropic(api_key="bench", base_url=model.base_url, max_retries=0)
-        direct: list[float] = []
-
-        def direct_stream() -> None:
-            messages = [
-                {"role": "user", "content": "q"},
-                {
-                    "role": "assistant",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": "toolu_b1",
-                            "name": "read_credit_card_document",
-                            "input": {"path": "x"},
-                        }
-                    ],
-                },
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_b1", "content": "x"}]},
-            ]
-            received: list[float] = []
-            # Plain dicts, as the service sends them; the SDK types want its TypedDicts.
-            with client.messages.stream(model="m", max_tokens=10, messages=messages) as stream:  # type: ignore[arg-type]
-                for event in stream:
-                    if event.type == "message_start":
-                        msg_id = event.message.id
-                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
-                        received.append(time.perf_counter())
-            direct.extend(r - w for r, w in zip(received, model.write_times[msg_id], strict=True))
-
-        _threads([direct_stream] * args.turns)
-
-        # Idle GET p99.
-        get_path = f"/api/chat/sessions/{other.id}/"
-        idle = [_get(port, get_path, token) for _ in range(200)]
-
-        # The load: concurrent turns, GETs of another session beside them.
-        streams = [
-            Stream(port, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "fees?"})
-            for _ in range(args.turns)
-        ]
-        loaded: list[float] = []
-        stop = threading.Event()
-
-        def getter() -> None:
-            while not stop.is_set():
-                loaded.append(_get(port, get_path, token))
-
-        getter_thread = threading.Thread(target=getter)
-        getter_thread.start()
-        _threads([s.run for s in streams])
-        stop.set()
-        getter_thread.join()
-
-        first_event: list[float] = []
-        first_text: list[float] = []
-        ours: list[float] = []
-        stalls = failed = 0
-        for s in streams:
-            if not s.events or s.events[-1][1] != "done":
-                failed += 1
-                continue
-            first_event.append(s.events[0][0] - s.started)
-            first_text.append(next(t for t, name, _ in s.events if name == "text") - s.started)
-            stalls += sum(1 for a, b in zip(s.events, s.events[1:], strict=False) if b[0] - a[0] > 1.0)
-            msg_id = next(data["id"] for _, name, data in s.events if name == "message")
-            texts = [t for t, name, data in s.events if name == "text" and data["text"] != "\n\n"]
-            writes = model.write_times[msg_id]
-            ours.extend(r - w for r, w in zip(texts[-len(writes) :], writes, strict=True))
-
-        print(f"\nturns: {len(streams) - failed} done, {failed} failed; stalls (> 1 s gap): {stalls}")
-        for label, values in (("first event (turn)", first_event), ("first text", first_text)):
-            print(f"  {label:<28}median {ms(statistics.median(values))}  p99 {ms(pct(values, 0.99))}")
-        print("added latency per event (model write -> client read):")
-        print(f"  baseline: SDK from the model  median {ms(statistics.median(direct))}  p99 {ms(pct(direct, 0.99))}")
-        print(
-            f"  through our server + event log         median {ms(statistics.median(ours))}  p99 {ms(pct(ours, 0.99))}"
-        )
-        print(
-            f"  added by the server                    median {ms(statistics.median(ours) - statistics.median(direct))}"
-        )
-        idle_p99, load_p99 = pct(idle, 0.99), pct(loaded, 0.99)
-        print(
-            f"GET another session: idle p99 {ms(idle_p99)}, under load p99 {ms(load_p99)} ({len(loaded)} GETs); "
-            f"ratio {load_p99 / idle_p99:.2f} (goal <= 2)"
-        )
-
-        # Replay of a long finished turn.
-        turn = LiveTurn.objects.create(
-            session_id=uuid.uuid4(),
-            user=user,
-            user_message="long",
-            prompt_version="v5",
-            status="done",
-            last_seq=args.replay_events,
-        )
-        LiveTurnEvent.objects.bulk_create(
-            LiveTurnEvent(turn=turn, seq=i, event="text", data=json.dumps({"text": f"word {i} "}))
-            for i in range(1, args.replay_events + 1)
-        )
-        replay, trivial = [], []
-        for _ in range(20):
-            replay.append(_first_byte(port, f"/api/chat/turns/{turn.id}/events?after=0", token))
-            trivial.append(_first_byte(port, "/api/chat/sessions/", token))
-        print(
-            f"replay of a {args.replay_events}-event turn to its first event: median {ms(statistics.median(replay))} "
-            f"(goal <= 50 ms); a plain authenticated GET: {ms(statistics.median(trivial))}"
-        )
-
-        _event_log_cost(user)
-        return 0 if not failed else 1
-    finally:
-        server.terminate()
-        server.wait(10)
-        model.stop()
-
-
-def _event_log_cost(user: Any) -> None:
-    from django.db import connection
-
-    from chat.live.events import append_event
-    from chat.models import LiveTurn, LiveTurnEvent
-
-    turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="cost", prompt_version="v5")
-    appended, bare = [], []
-    data = {"text": "Your card's a"}
-    raw_turn = LiveTurn.objects.create(
-        session_id=uuid.uuid4(), user=user, user_message="raw", prompt_version="v5", status="done"
-    )
-    table = LiveTurnEvent._meta.db_table
-    for i in range(1, 1001):
-        started = time.perf_counter()
-        append_event(turn.id, turn.worker_token, "text", data, after=i - 1)
-        appended.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {table} (turn_id, seq, event, data) VALUES (%s, %s, %s, %s)",
-                [raw_turn.id.hex if connection.vendor == "sqlite" else raw_turn.id, i, "text", json.dumps(data)],
+        try:
+            conn.request(
+                "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", body=json.dumps({"message": "fees?"}), headers=headers
             )
-        bare.append(time.perf_counter() - started)
-    added = statistics.median(appended) - statistics.median(bare)
-    print(
-        f"event log per event: append_event median {ms(statistics.median(appended))}, bare INSERT "
-        f"{ms(statistics.median(bare))}; added {ms(added)} (goal <= 2 ms)"
-    )
+            response = conn.getresponse()
+            self.status = response.status
+            name = None
+            while self.status == 200:
+                line = response.readline()
+                if not line:
+                    break
+                if line.startswith(b"event: "):
+                    name = line[7:].strip().decode()
+                elif line.startswith(b"data: ") and name:
+                    self.events.append((time.perf_counter(), name, json.loads(line[6:])))
+                    if name in ("done", "error"):
+                        break
+        except OSError:
+            self.status = -1
+        finally:
+            conn.close()
 
-
-def _threads(targets: list[Any]) -> None:
-    threads = [threading.Thread(target=t) for t in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(300)
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and bool(self.events) and self.events[-1][1] == "done"
 
 
 def _get(port: int, path: str, token: str) -> float:
@@ -381,40 +143,204 @@ def _get(port: int, path: str, token: str) -> float:
     response.read()
     elapsed = time.perf_counter() - started
     conn.close()
-    assert response.status == 200, response.status
+    if response.status != 200:
+        raise RuntimeError(f"GET {path}: {response.status}")
     return elapsed
 
 
-def _first_byte(port: int, path: str, token: str) -> float:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    started = time.perf_counter()
-    conn.request("GET", path, headers={"Authorization": f"Token {token}"})
-    response = conn.getresponse()
-    response.read(1)
-    elapsed = time.perf_counter() - started
-    conn.close()
-    return elapsed
+def _run_streams(streams: list[Stream]) -> None:
+    threads = [threading.Thread(target=s.run) for s in streams]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
 
 
-def _free_port() -> int:
-    import socket
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 20, 100], help="concurrent turns")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--delay-ms", type=float, default=20.0, help="recorded model pacing between events")
+    parser.add_argument("--webs", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=50, help="threads per worker (CELERY_WORKER_CONCURRENCY)")
+    parser.add_argument("--kill-turns", type=int, default=20, help="turns running when a worker is killed (0: skip)")
+    parser.add_argument("--database-url", help="a postgres:// server URL (default: DATABASE_URL, else the local one)")
+    parser.add_argument("--sqlite", action="store_true", help="SQLite and the embedded filesystem broker")
+    args = parser.parse_args(argv)
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    scratch = Path(tempfile.mkdtemp(prefix="silvia-bench-live-"))
+    pg_admin = None
+    if args.sqlite:
+        database_url = f"sqlite:///{scratch}/bench.sqlite3"
+    else:
+        import psycopg
+
+        server = postgres_server_url(args.database_url)
+        name = f"silvia_bench_live_{os.getpid()}"
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        pg_admin = (server, name)
+        database_url = server.rsplit("/", 1)[0] + "/" + name
+    os.environ.update(
+        {"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "silvia.settings", "DJANGO_LOG_LEVEL": "WARNING"}
+    )
+    try:
+        import subprocess
+
+        subprocess.check_call([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT)
+        import django
+
+        django.setup()
+        return run(args, database_url, scratch)
+    finally:
+        if pg_admin is not None:
+            from django.db import connections
+
+            connections.close_all()
+            import psycopg
+
+            with psycopg.connect(pg_admin[0], autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {pg_admin[1]} WITH (FORCE)")
+                # Migration 0002's roles are the database's (docs/sql-tool.md): drop them with it.
+                for role in (f"{pg_admin[1]}_sql_reader", f"{pg_admin[1]}_sql_views"):
+                    conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _wait_port(port: int) -> None:
-    import socket
+def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
 
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("server did not start")
+    from chat.live.recorded_model import RecordedModelServer
+    from chat.models import ChatLog, ChatSession, LiveTurn
+    from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
+
+    users = get_user_model().objects.bulk_create(
+        get_user_model()(username=f"bench{i:03d}") for i in range(max(max(args.levels), args.kill_turns))
+    )
+    tokens = [Token.objects.create(user=user).key for user in users]
+    other = ChatSession.objects.create(user=users[0], title="other")
+    ChatLog.objects.bulk_create(
+        ChatLog(session=other, user=users[0], user_message=f"q{i}", response="a" * 400, prompt_version="v5")
+        for i in range(20)
+    )
+    get_path = f"/api/chat/sessions/{other.id}/"
+    model = RecordedModelServer([answer_script(args.delay_ms)]).start()
+    rabbit = not args.sqlite and rabbitmq_available()
+    broker = rabbitmq_env() if rabbit else filesystem_env(scratch / "broker")
+    env = {
+        "ANTHROPIC_BASE_URL": model.base_url,
+        "ANTHROPIC_API_KEY": "bench",
+        "DJANGO_LOG_LEVEL": "WARNING",
+        "CELERY_WORKER_CONCURRENCY": str(args.concurrency),
+        "LIVE_TURN_THROTTLE_RATE": "1000/minute",
+        **broker,
+    }
+    stack = Stack(env, scratch)
+    try:
+        webs = [stack.web() for _ in range(args.webs)]
+        workers = [stack.worker() for _ in range(args.workers)]
+        print(
+            f"database: {'SQLite' if args.sqlite else 'PostgreSQL'}; broker: "
+            f"{'RabbitMQ' if rabbit else 'embedded filesystem'}; {args.webs} web + {args.workers} worker processes "
+            f"({args.concurrency} threads each); pacing {args.delay_ms:g} ms/event; {args.rounds} rounds",
+            flush=True,
+        )
+        _run_streams([Stream(webs[0].port, tokens[0])])  # warm-up: imports, connections
+
+        first: dict[int, list[float]] = {n: [] for n in args.levels}
+        done: dict[int, list[float]] = {n: [] for n in args.levels}
+        errors: dict[int, int] = dict.fromkeys(args.levels, 0)
+        idle: list[float] = []
+        loaded: list[float] = []
+        for round_index in range(args.rounds):
+            for level in args.levels:
+                idle.extend(_get(webs[0].port, get_path, tokens[0]) for _ in range(20))
+                streams = [Stream(webs[i % len(webs)].port, tokens[i]) for i in range(level)]
+                stop = threading.Event()
+
+                def getter(stop: threading.Event = stop) -> None:
+                    while not stop.is_set():
+                        loaded.append(_get(webs[-1].port, get_path, tokens[0]))
+                        stop.wait(0.05)
+
+                probe = threading.Thread(target=getter)
+                probe.start()
+                _run_streams(streams)
+                stop.set()
+                probe.join()
+                ok = [s for s in streams if s.ok]
+                errors[level] += len(streams) - len(ok)
+                if ok:
+                    first[level].append(statistics.median(s.events[0][0] - s.started for s in ok))
+                    done[level].append(statistics.median(s.events[-1][0] - s.started for s in ok))
+            print(f"  round {round_index + 1}: " + ", ".join(f"{n}: {ms(done[n][-1]).strip()}" for n in args.levels))
+
+        single = statistics.median(done[min(args.levels)])
+        print(f"\n{'turns':>6} {'first event (median, range)':>32} {'done (median, range)':>34} {'vs single':>10} errors")
+        for level in args.levels:
+            f, d = first[level], done[level]
+            print(
+                f"{level:>6} {ms(statistics.median(f))} ({ms(min(f)).strip()}-{ms(max(f)).strip()}) "
+                f"{ms(statistics.median(d))} ({ms(min(d)).strip()}-{ms(max(d)).strip()}) "
+                f"{statistics.median(d) / single:>9.2f}x {errors[level]:>5}"
+            )
+        idle_p99, load_p99 = pct(idle, 0.99), pct(loaded, 0.99)
+        print(
+            f"GET another session: idle p99 {ms(idle_p99)} ({len(idle)}), under load p99 {ms(load_p99)} "
+            f"({len(loaded)}); ratio {load_p99 / idle_p99:.2f} (goal <= 2)"
+        )
+        pool_timeouts = stack.logs().count("PoolTimeout")
+        print(f"PoolTimeout in the processes' logs: {pool_timeouts}")
+
+        failed = sum(errors.values()) + pool_timeouts
+        if args.kill_turns and rabbit and len(workers) > 1:
+            failed += _kill_to_resumed(args, webs, workers, tokens, model)
+        elif args.kill_turns:
+            print("kill-to-resumed: skipped (needs RabbitMQ and two workers; the embedded broker has no redelivery)")
+        print(f"live turns in the database: {LiveTurn.objects.count()}")
+        return 1 if failed else 0
+    finally:
+        stack.close()
+        model.stop()
+
+
+def _kill_to_resumed(args, webs, workers, tokens, model) -> int:
+    from chat.models import LiveTurn, LiveTurnStatus
+
+    model.load([answer_script(max(args.delay_ms, 100.0))])  # turns long enough to be caught running
+    streams = [Stream(webs[i % len(webs)].port, tokens[i]) for i in range(args.kill_turns)]
+    threads = [threading.Thread(target=s.run) for s in streams]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 120
+    while LiveTurn.objects.filter(status=LiveTurnStatus.RUNNING).count() < min(args.kill_turns, args.concurrency):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    time.sleep(1.0)  # mid-answer
+    killed_at = time.perf_counter()
+    workers[0].kill()
+    for thread in threads:
+        thread.join(600)
+    resumed = set(LiveTurn.objects.filter(resume_count__gt=0).values_list("pk", flat=True))
+    gaps = []
+    for stream in streams:
+        if stream.events and uuid.UUID(stream.events[0][2]["turn_id"]) in resumed:
+            after = [t for t, _, _ in stream.events if t > killed_at]
+            if after:
+                gaps.append(after[0] - killed_at)
+    bad = sum(1 for s in streams if not s.ok)
+    if gaps:
+        print(
+            f"kill-to-resumed: {len(resumed)} of {len(streams)} turns ran on the killed worker; kill -> their next "
+            f"event median {ms(statistics.median(gaps))}, max {ms(max(gaps))} (goal <= 30 s); not done: {bad}"
+        )
+    else:
+        print(f"kill-to-resumed: no turn was running on the killed worker; not done: {bad}")
+    model.load([answer_script(args.delay_ms)])
+    return bad
 
 
 if __name__ == "__main__":

@@ -295,10 +295,11 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="silvia
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Threads: a turn mostly waits on the model; each thread holds at most one database
-# connection (docs/deploying.md#database-connections gives the budget).
+# Threads: a turn mostly waits on the model, and borrows a pooled database connection only
+# while it writes, so a process's connections stay within DATABASE_POOL_MAX_SIZE whatever
+# its concurrency (docs/deploying.md#database-connections gives the budget).
 CELERY_WORKER_POOL = "threads"
-CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=8)
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=20)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

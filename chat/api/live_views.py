@@ -27,7 +27,8 @@ from chat.live.service import (
     TurnLimitError,
     turn_start,
 )
-from chat.live.streaming import event_stream, release_connection
+from chat.live.events import release_connection
+from chat.live.streaming import event_stream
 from chat.models import LiveTurn, PromptVersion
 from citations.turn import parse_uuid
 

@@ -27,12 +27,14 @@ from chat.models import LiveTurn, LiveTurnEvent
 
 __all__ = [
     "FINAL_EVENTS",
+    "EventWriter",
     "NOTIFY_CHANNEL",
     "LostTurnError",
     "append_event",
     "events_after",
     "format_sse",
     "notifier",
+    "release_connection",
 ]
 
 #: Events after which a turn's stream closes.
@@ -98,20 +100,37 @@ def append_events(
     return last
 
 
+def release_connection() -> None:
+    """Give this thread's (or context's) database connection back to the pool (PostgreSQL's psycopg-pool).
+
+    A stream lives for minutes, a turn waits on the model between events: a
+    connection either kept between reads or writes would be one pooled
+    connection per open stream or running turn. Without a pool (SQLite, or
+    `DATABASE_POOL=false`) the connection stays: reopening costs more than it frees.
+    """
+    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
+        connection.close()
+
+
 class EventWriter:
     """Appends a worker's events from the turn's own thread, each in the log before `put` returns.
 
-    No thread of its own: a running turn holds one database connection, its
-    thread's (docs/deploying.md#database-connections). `put` raises
-    `LostTurnError` when another worker took the turn over; `flush` and
-    `close` are no-ops kept for the runner's loop (every `put` is durable).
+    No thread of its own, and no connection kept between events: each append
+    borrows one from the pool and gives it back, so a running turn holds a
+    database connection only while it writes
+    (docs/deploying.md#database-connections). `put` raises `LostTurnError`
+    when another worker took the turn over; `flush` and `close` are no-ops
+    kept for the runner's loop (every `put` is durable).
     """
 
     def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int) -> None:
         self.turn_id, self.token, self.written = turn_id, token, after
 
     def put(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
-        self.written = append_event(self.turn_id, self.token, event, data, after=self.written, finish=finish)
+        try:
+            self.written = append_event(self.turn_id, self.token, event, data, after=self.written, finish=finish)
+        finally:
+            release_connection()
 
     def flush(self) -> None:
         """Nothing waits: every event is written by `put`."""

@@ -16,26 +16,14 @@ from collections.abc import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
 
-from chat.live.events import FINAL_EVENTS, events_after, format_sse, notifier
+from chat.live.events import FINAL_EVENTS, events_after, format_sse, notifier, release_connection
 from chat.live.listener import ensure_listener
 from chat.models import ACTIVE_STATUSES, LiveTurn
 
-__all__ = ["event_stream", "release_connection"]
+__all__ = ["event_stream"]
 
 KEEPALIVE = b": keep-alive\n\n"
-
-
-def release_connection() -> None:
-    """Give this context's database connection back to the pool (PostgreSQL's psycopg-pool).
-
-    A stream lives for minutes; a connection it kept between reads would be
-    one pooled connection per open stream. Without a pool (SQLite, or
-    `DATABASE_POOL=false`) the connection stays: reopening costs more than it frees.
-    """
-    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
-        connection.close()
 
 
 def _poll(turn_id: uuid.UUID, after: int) -> tuple[list[tuple[int, str, str]], bool]:
