@@ -21,7 +21,9 @@ class ChatConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Nothing else: what only a turn or a tool needs (the anthropic SDK,
+        # pglast, httpx) is imported where it is used, so `manage.py` commands,
+        # cron jobs and every process's start do not pay seconds of CPU for it
+        # (docs/decisions.md#start-up-imports-nothing-only-a-turn-needs;
+        # tests/test_startup.py keeps it so).
         connection_created.connect(_register_sqlite_functions, dispatch_uid="chat.sqlite_functions")
-        # Import the turn runner (and the anthropic SDK, about a second to
-        # import) at startup, not inside the first live turn.
-        from chat.live import runner  # noqa: F401
