@@ -14,11 +14,12 @@ CHECKED ?= .
 
 .PHONY: install run run-recorded test bench check lock clean
 
-# constraints.txt pins every package, direct and transitive (`make lock` regenerates it).
-$(BIN)/.installed: requirements.txt constraints.txt
+# The dev group: runtime + tests, benchmarks, checks. requirements/*-constraints.txt pin every
+# package, direct and transitive; a server installs requirements/runtime.txt only (docs/deploying.md).
+$(BIN)/.installed: $(wildcard requirements/*.txt)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed: make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	touch $@
 
 install: $(BIN)/.installed
@@ -53,15 +54,9 @@ check: install
 	$(BIN)/mypy $(CHECKED)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
-# Regenerate constraints.txt from a fresh virtualenv holding requirements.txt only.
+# Rewrite requirements/runtime-constraints.txt and dev-constraints.txt from fresh virtualenvs.
 lock:
-	rm -rf var/lock-venv
-	$(PYTHON) -m venv var/lock-venv
-	var/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	{ echo "# Every installed package pinned, direct and transitive: \`make lock\` writes this file"; \
-	  echo "# from a fresh virtualenv of requirements.txt; \`make install\` installs with -c constraints.txt."; \
-	  var/lock-venv/bin/python -m pip freeze --disable-pip-version-check; } > constraints.txt
-	rm -rf var/lock-venv
+	$(PYTHON) requirements/lock.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis
