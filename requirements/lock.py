@@ -58,9 +58,7 @@ def main() -> int:
         runtime = _freeze(work / "runtime", [_without_constraints(HERE / "runtime.txt", work / "runtime.txt")], None)
         _write(HERE / "runtime-constraints.txt", runtime)
         dev_only = _without_constraints(HERE / "dev.txt", work / "dev.txt")
-        everything = _freeze(
-            work / "dev", [work / "runtime.txt", dev_only], HERE / "runtime-constraints.txt"
-        )
+        everything = _freeze(work / "dev", [work / "runtime.txt", dev_only], HERE / "runtime-constraints.txt")
         pinned = {_name(line) for line in runtime}
         _write(HERE / "dev-constraints.txt", [line for line in everything if _name(line) not in pinned])
     finally:

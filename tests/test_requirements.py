@@ -77,9 +77,10 @@ def test_the_files_chain_to_their_constraints():
     assert "-r requirements/runtime.txt" in (ROOT / "requirements.txt").read_text().splitlines()
 
 
-@pytest.mark.parametrize(
-    "path", ["requirements.txt", *(f"requirements/{name}" for name in sorted(p.name for p in REQUIREMENTS.glob("*.txt")))]
-)
+FILES = ["requirements.txt", *(f"requirements/{path.name}" for path in sorted(REQUIREMENTS.glob("*.txt")))]
+
+
+@pytest.mark.parametrize("path", FILES)
 def test_every_file_says_where_a_new_dependency_goes(path):
     text = (ROOT / path).read_text()
     assert "needed only by tests, benchmarks or static checks -> requirements/dev.txt" in text
@@ -94,7 +95,8 @@ def test_every_installed_package_is_pinned_at_its_version():
         for dist in importlib.metadata.distributions()
         if _name(dist.metadata["Name"]) not in ("pip", "setuptools", "wheel")
     }
-    assert {name: (version, pinned.get(name)) for name, version in installed.items() if pinned.get(name) != version} == {}
+    unpinned = {name: (version, pinned.get(name)) for name, version in installed.items() if pinned.get(name) != version}
+    assert unpinned == {}
 
 
 def _top_level_imports(path: Path) -> set[str]:
@@ -103,8 +105,8 @@ def _top_level_imports(path: Path) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            for child in node.orelse:
-                visit(child)
+            for statement in node.orelse:
+                visit(statement)
             return
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
