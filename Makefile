@@ -31,9 +31,16 @@ run: install
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
 
+# Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
+# (Started anyway, the recorded model would fail among the migrate output and every live turn after it.)
+port_free = $(BIN)/python -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); h, p = sys.argv[1].rsplit(":", 1); s.bind((h, int(p)))' $(1) 2>/dev/null \
+	|| { echo "make $@: $(1) ($(2)) is taken by another process; stop it, or pick another address: make $@ $(3)=..." >&2; exit 1; }
+
 # The demo with the RECORDED model (not Claude) answering live turns: no API key needed.
 run-recorded: export DJANGO_DEBUG ?= true
 run-recorded: install
+	@$(call port_free,127.0.0.1:$(RECORDED_PORT),the recorded model,RECORDED_PORT)
+	@$(call port_free,$(HOST),the demo server,HOST)
 	$(BIN)/python manage.py serve_recorded_model --port $(RECORDED_PORT) & pid=$$!; \
 	trap 'kill $$pid' EXIT INT TERM; \
 	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run

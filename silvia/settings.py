@@ -195,7 +195,10 @@ CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examp
 # and account path segments never reach a handler), and uvicorn's own loggers
 # go through these handlers too. See silvia/logging_config.py.
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
-LOGGING = build_logging(LOG_LEVEL)
+# The access log (uvicorn's and runserver's request lines): `false` turns it off, as uvicorn's
+# `--no-access-log` does (which the logging config honours too).
+ACCESS_LOG = env.bool("DJANGO_ACCESS_LOG", default=True)
+LOGGING = build_logging(LOG_LEVEL, access_log=ACCESS_LOG)
 
 # Tools a live turn can use (docs/tools.md). A tool that
 # is not configured is not offered to the model.
