@@ -33,7 +33,7 @@ def test_the_access_log_is_on_by_default_and_can_be_turned_off(tmp_path, env, ar
     database = {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
     with uvicorn_server(tmp_path / "server.log", {**database, **env}, args) as server:
         with pytest.raises(urllib.error.HTTPError) as answer:
-            urllib.request.urlopen(f"{server.url}/no-such-page", timeout=10)  # noqa: S310 - a loopback test URL
+            urllib.request.urlopen(f"{server.url}/no-such-page", timeout=10)
         assert answer.value.code == 404
     output = server.output()
     assert "Not Found: /no-such-page" in output  # Django's warning: the server did log, and was read
