@@ -1,6 +1,8 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
+from django.core.signals import request_finished
 from django.db.backends.signals import connection_created
 
 
@@ -11,6 +13,13 @@ def _register_sqlite_functions(sender: Any, connection: Any, **kwargs: Any) -> N
         connection.connection.create_function(
             "silvia_lower", 1, lambda text: text.lower() if isinstance(text, str) else text, deterministic=True
         )
+
+
+def _sample_pool(sender: Any, **kwargs: Any) -> None:
+    # The pool's use, at most once a second per process (docs/metrics.md); metrics load with the first request.
+    from chat.metrics import sample_pool
+
+    sample_pool()
 
 
 class ChatConfig(AppConfig):
@@ -27,3 +36,5 @@ class ChatConfig(AppConfig):
         # (docs/decisions.md#start-up-imports-nothing-only-a-turn-needs;
         # tests/test_startup.py keeps it so).
         connection_created.connect(_register_sqlite_functions, dispatch_uid="chat.sqlite_functions")
+        if any(database.get("OPTIONS", {}).get("pool") for database in settings.DATABASES.values()):
+            request_finished.connect(_sample_pool, dispatch_uid="chat.metrics.sample_pool")
