@@ -212,8 +212,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from chat.live.recorded_model import RecordedModelServer
     from chat.models import ChatLog, ChatSession, LiveTurn
+    from devtools.recorded_model import RecordedModelServer
     from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
 
     users = get_user_model().objects.bulk_create(

@@ -56,9 +56,13 @@ _EVENTS = (
 )
 
 
-def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> StreamingHttpResponse:
-    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI."""
+def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int, *, view: str) -> StreamingHttpResponse:
+    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI.
+    Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md)."""
+    from chat.metrics import count_open_stream  # with the first stream, not at start-up
+
     stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
+    stream = count_open_stream(stream, view=view)
     release_connection()  # the request's connection goes back to the pool before the stream starts
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
@@ -126,7 +130,7 @@ class TurnCreateView(APIView):
             return _busy("The service could not queue this question. Please try again.", 503)
         except ModelNotConfiguredError as error:
             return Response({"detail": str(error)}, status=503)
-        return sse_response(request._request, turn.id, 0)
+        return sse_response(request._request, turn.id, 0, view="turn")
 
 
 class TurnEventsView(APIView):
@@ -154,4 +158,4 @@ class TurnEventsView(APIView):
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
             raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
-        return sse_response(request._request, turn_uuid, int(raw))
+        return sse_response(request._request, turn_uuid, int(raw), view="events")
