@@ -112,6 +112,7 @@ def live_worker(django_db_setup, django_db_blocker):
 
     app.conf.update(
         broker_url="memory://",
+        broker_transport="memory",
         broker_transport_options={},
         task_default_queue=f"silvia-test-{uuid.uuid4().hex[:12]}",
     )

@@ -24,12 +24,13 @@ from chat.models import ACTIVE_STATUSES, LiveTurn
 __all__ = ["event_stream"]
 
 KEEPALIVE = b": keep-alive\n\n"
+BATCH = 1000  # events read at most per query
 
 
 def _poll(turn_id: uuid.UUID, after: int) -> tuple[list[tuple[int, str, str]], bool]:
     """New events, and whether the stream should end when there are none (the turn is over)."""
     try:
-        rows = events_after(turn_id, after)
+        rows = events_after(turn_id, after, limit=BATCH)
         if rows:
             return rows, False
         status = LiveTurn.objects.filter(pk=turn_id).values_list("status", flat=True).first()
@@ -66,12 +67,15 @@ def sync_stream(turn_id: uuid.UUID, after: int) -> Iterator[bytes]:
             if final:
                 return
             idle_since = time.monotonic()
-            continue
-        if over:
+            if len(rows) == BATCH:
+                continue  # a replay: the next rows are there already
+        elif over:
             return
-        if time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
+        elif time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
             yield KEEPALIVE
             idle_since = time.monotonic()
+        # Read again only once woken (or at the timeout): a notification that came
+        # during the read moved the version past `seen`, so this returns at once.
         notifier.wait(key, seen, wait)
 
 
@@ -89,12 +93,15 @@ async def async_stream(turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
             if final:
                 return
             idle_since = time.monotonic()
-            continue
-        if over:
+            if len(rows) == BATCH:
+                continue  # a replay: the next rows are there already
+        elif over:
             return
-        if time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
+        elif time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
             yield KEEPALIVE
             idle_since = time.monotonic()
+        # Read again only once woken (or at the timeout): a notification that came
+        # during the read moved the version past `seen`, so this returns at once.
         await notifier.wait_async(key, seen, wait)
 
 
