@@ -110,7 +110,10 @@ class Stream:
         self.started = time.perf_counter()
         try:
             conn.request(
-                "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", body=json.dumps({"message": "fees?"}), headers=headers
+                "POST",
+                f"/api/chat/sessions/{uuid.uuid4()}/turns/",
+                body=json.dumps({"message": "fees?"}),
+                headers=headers,
             )
             response = conn.getresponse()
             self.status = response.status
@@ -278,7 +281,9 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
             print(f"  round {round_index + 1}: " + ", ".join(f"{n}: {ms(done[n][-1]).strip()}" for n in args.levels))
 
         single = statistics.median(done[min(args.levels)])
-        print(f"\n{'turns':>6} {'first event (median, range)':>32} {'done (median, range)':>34} {'vs single':>10} errors")
+        print(
+            f"\n{'turns':>6} {'first event (median, range)':>32} {'done (median, range)':>34} {'vs single':>10} errors"
+        )
         for level in args.levels:
             f, d = first[level], done[level]
             print(

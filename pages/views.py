@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator

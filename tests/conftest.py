@@ -116,8 +116,11 @@ def live_worker(django_db_setup, django_db_blocker):
         broker_transport_options={},
         task_default_queue=f"silvia-test-{uuid.uuid4().hex[:12]}",
     )
-    with django_db_blocker.unblock(), start_worker(
-        app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=60
+    with (
+        django_db_blocker.unblock(),
+        start_worker(
+            app, pool="threads", concurrency=4, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=60
+        ),
     ):
         yield app
 

@@ -119,12 +119,18 @@ def test_disconnect_after_n_events_and_reconnect(embedded, token, recorded_model
     reference = uninterrupted(web, token)
     total = len(reference)
     for n in range(1, total):
-        post = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+        post = SSEClient(
+            web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"}
+        )
         first = post.events(limit=n)
         post.close()  # the client goes away; the turn goes on
         turn_id = first[0][2]["turn_id"]
         again = SSEClient(
-            web.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": str(first[-1][0])}
+            web.base_url,
+            "GET",
+            f"/api/chat/turns/{turn_id}/events",
+            token,
+            headers={"Last-Event-ID": str(first[-1][0])},
         )
         rest = again.events()
         again.close()
@@ -176,7 +182,7 @@ def crash_after_tool_rounds(web, worker, token, rounds: int, turns: int = 1) -> 
 
     def checkpointed() -> bool:
         checkpoints = LiveTurn.objects.filter(pk__in=turn_ids).values_list("checkpoint", flat=True)
-        return all(bool(c) and c.get("step", 0) >= rounds for c in checkpoints)
+        return all(isinstance(c, dict) and c.get("step", 0) >= rounds for c in checkpoints)
 
     wait_for(checkpointed, what="the checkpoints")
     worker.kill()
@@ -188,8 +194,8 @@ def crash_after_tool_rounds(web, worker, token, rounds: int, turns: int = 1) -> 
 
 
 def log_events(turn_id):
-    from tests.live_support import parse_sse
     from chat.live.events import format_sse
+    from tests.live_support import parse_sse
 
     rows = LiveTurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("seq", "event", "data")
     return parse_sse(b"".join(format_sse(*row) for row in rows))
@@ -205,9 +211,11 @@ def test_sigkill_after_a_tool_round_another_worker_finishes_the_turns(stack, tok
     plain, without_targets, malformed = crash_after_tool_rounds(web, doomed, token, rounds=2, turns=3)
     killed_at = time.monotonic()
     turn = LiveTurn.objects.get(pk=without_targets)
+    assert isinstance(turn.checkpoint, dict)
     del turn.checkpoint["citationTargets"]
     turn.save(update_fields=["checkpoint"])
     turn = LiveTurn.objects.get(pk=malformed)
+    assert isinstance(turn.checkpoint, dict)
     turn.checkpoint["citationTargets"][CARDS] = {"kind": "account"}  # no accountId
     turn.save(update_fields=["checkpoint"])
     recorded_model_server.load([durable_script()])
@@ -290,7 +298,10 @@ def test_resumes_are_capped_then_the_turn_fails(maya, settings):
     assert LiveTurn.objects.get(pk=turn.pk).resume_count == 2
     assert turn_acquire(turn.id) is None  # the third redelivery: the cap
     row = LiveTurn.objects.get(pk=turn.pk)
-    assert row.status == LiveTurnStatus.FAILED and row.error["type"] == "interrupted"
+    assert row.status == LiveTurnStatus.FAILED and row.error == {
+        "type": "interrupted",
+        "message": "This answer was interrupted too many times. Please try again.",
+    }
     assert list(LiveTurnEvent.objects.filter(turn=turn).values_list("seq", "event")) == [(1, "turn"), (2, "error")]
     assert turn_acquire(turn.id) is None  # a finished turn: a no-op
     assert LiveTurn.objects.get(pk=turn.pk).resume_count == 2

@@ -40,7 +40,9 @@ def answer_script(delay_ms: float) -> dict:
         step(tool_use("toolu_1", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"})),
         {
             **step(
-                text("The annual fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+                text(
+                    "The annual fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")
+                ),
                 text(" Purchases cost 20.24% to 27.24% a year, and cash advances cost more."),
             ),
             "delay_ms": delay_ms,
@@ -144,11 +146,15 @@ def test_a_queued_turn_waits_admission_refuses_then_a_worker_finishes_them(recor
         held = [post(web.base_url, ana, {"message": "fee?"})]  # ana's second: her limit is 2
         _, over_limit = post(web.base_url, ana, {"message": "fee?"})
         assert over_limit.status == 429 and over_limit.getheader("Retry-After") == "7"
-        assert json.loads(over_limit.read()) == {"detail": "You already have 2 answers in progress. Wait for one to finish."}
+        assert json.loads(over_limit.read()) == {
+            "detail": "You already have 2 answers in progress. Wait for one to finish."
+        }
         held += [post(web.base_url, bo, {"message": "fee?"}) for _ in range(2)]  # 4 queued: the queue's depth
         _, full = post(web.base_url, cy, {"message": "fee?"})
         assert full.status == 503 and full.getheader("Retry-After") == "7"
-        assert json.loads(full.read()) == {"detail": "Too many questions are waiting for an answer. Please try again shortly."}
+        assert json.loads(full.read()) == {
+            "detail": "Too many questions are waiting for an answer. Please try again shortly."
+        }
         _, refused_again = post(web.base_url, ana, {"message": "fee?"})  # ana's 4th POST this minute: still 429
         assert refused_again.status == 429
         refused_again.read()

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from chat.live.events import release_connection
 from chat.live.service import (
     ModelNotConfiguredError,
     QueueFullError,
@@ -27,7 +28,6 @@ from chat.live.service import (
     TurnLimitError,
     turn_start,
 )
-from chat.live.events import release_connection
 from chat.live.streaming import event_stream
 from chat.models import LiveTurn, PromptVersion
 from citations.turn import parse_uuid
@@ -72,7 +72,9 @@ def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int, *, view: 
 
 def _busy(detail: str, status: int) -> Response:
     """A JSON refusal the client may retry: `Retry-After` in seconds (docs/live.md#admission)."""
-    return Response({"detail": detail}, status=status, headers={"Retry-After": str(settings.LIVE_TURN_RETRY_AFTER_SECONDS)})
+    return Response(
+        {"detail": detail}, status=status, headers={"Retry-After": str(settings.LIVE_TURN_RETRY_AFTER_SECONDS)}
+    )
 
 
 class TurnCreateView(APIView):

@@ -27,8 +27,8 @@ from chat.models import LiveTurn, LiveTurnEvent
 
 __all__ = [
     "FINAL_EVENTS",
-    "EventWriter",
     "NOTIFY_CHANNEL",
+    "EventWriter",
     "LostTurnError",
     "append_event",
     "events_after",

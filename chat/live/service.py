@@ -42,6 +42,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+
 class TurnConflictError(Exception):
     """The session already has a queued or running turn (docs/live.md: 409)."""
 
