@@ -11,7 +11,7 @@ Runs, each in its own process, printing its figures as it goes:
 5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 6. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
-8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers);
+8. `live_turns.py`: 1 and 20 turns on SQLite (embedded broker), and on PostgreSQL with a worker killed;
 9. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record.
 
 get_session, list_sessions, import_turns and backfill need PostgreSQL.
@@ -137,10 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         notes.append("admin on PostgreSQL skipped")
     results.append(_run(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
-    live = ["bench/live_turns.py", "--turns", "20"]
-    results.append(_run("live_turns: 20 concurrent SSE turns vs the SDK read straight, SQLite", live))
+    live = ["bench/live_turns.py", "--rounds", "3"]
+    sqlite_live = [*live, "--levels", "1", "20", "--sqlite", "--kill-turns", "0"]
+    results.append(_run("live_turns: 20 concurrent turns vs one, Procfile processes, SQLite", sqlite_live))
     if reason is None:
-        results.append(_run("live_turns: the same, PostgreSQL", [*live, "--database-url", server_url]))
+        pg_live = [*live, "--levels", "1", "20", "--kill-turns", "10", "--database-url", server_url]
+        results.append(_run("live_turns: the same on PostgreSQL, and a worker killed", pg_live))
 
     results.append(
         _run("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])
