@@ -292,8 +292,8 @@ def sample_pool(*, every_seconds: float = 1.0) -> None:
 
 class LiveTurnsCollector(Collector):
     """Read at scrape time from the database: `silvia_live_turns{state}` (every `LiveTurnStatus`, 0 when none),
-    `silvia_live_turns_failed{error_type}` and `silvia_live_turn_queue_depth` (turns `queued`, 0 while
-    turns start at once)."""
+    `silvia_live_turns_failed{error_type}` and `silvia_live_turn_queue_depth` (turns `queued`: waiting
+    for a job-engine worker, docs/job-engine.md)."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         from django.db.models import Count
@@ -307,13 +307,16 @@ class LiveTurnsCollector(Collector):
             states.add_metric([status], by_state.get(status, 0))
         yield states
         queue = GaugeMetricFamily("silvia_live_turn_queue_depth", "Live turns waiting for a worker (state queued).")
-        queue.add_metric([], by_state.get("queued", 0))
+        queue.add_metric([], by_state.get(LiveTurnStatus.QUEUED, 0))
         yield queue
         failed = GaugeMetricFamily(
             "silvia_live_turns_failed", "Failed live turns stored, by the error event's type.", labels=["error_type"]
         )
         rows = (
-            LiveTurn.objects.filter(status="failed").order_by().values_list(KT("error__type")).annotate(n=Count("pk"))
+            LiveTurn.objects.filter(status=LiveTurnStatus.FAILED)
+            .order_by()
+            .values_list(KT("error__type"))
+            .annotate(n=Count("pk"))
         )
         for error_type, count in rows:
             failed.add_metric([str(error_type or "")], count)

@@ -26,10 +26,10 @@ logger = logging.getLogger("silvia.worker")
 @signals.worker_ready.connect
 def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
     from chat.live.configured import warn_if_no_model
-    from chat.live.service import embedded_broker, turns_orphaned_requeue
+    from chat.live.service import turns_orphaned_requeue
 
     warn_if_no_model()
-    if embedded_broker():
+    if str(app.conf.broker_url).startswith("filesystem://"):
         # The filesystem transport has no redelivery: the turns a dead embedded
         # worker was running are sent again, to resume from their checkpoints.
         requeued = turns_orphaned_requeue()

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
-from chat.models import LiveTurn
+from chat.models import LiveTurn, LiveTurnStatus
 
 
 @pytest.fixture
@@ -26,10 +26,11 @@ def test_lists_and_filters_turns(staff_client, maya):
             prompt_version="v5",
             status=status,
             resume_count=resumes,
-            error={"type": "overloaded_error", "message": "m"} if status == "failed" else None,
+            error={"type": "overloaded_error", "message": "m"} if status == LiveTurnStatus.FAILED else None,
         )
 
-    running, failed, resumed = make("running", 0, "a"), make("failed", 0, "b"), make("done", 2, "c")
+    running = make(LiveTurnStatus.RUNNING, 0, "a")
+    failed, resumed = make(LiveTurnStatus.FAILED, 0, "b"), make(LiveTurnStatus.DONE, 2, "c")
     page = staff_client.get("/admin/chat/liveturn/").content.decode()
     assert all(str(t.id) in page for t in (running, failed, resumed))
     page = staff_client.get("/admin/chat/liveturn/?status__exact=failed").content.decode()

@@ -11,7 +11,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog, LiveTurn, LiveTurnStatus
 from tests.live_support import cite, parse_sse, script, step, text, tool_use, wait_for_turns
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,7 +90,7 @@ def test_two_steps_with_a_tool_between_them(client, recorded_model):
     assert tool_result["type"] == "tool_result" and tool_result["content"][0]["type"] == "search_result"
     assert tool_result["content"][0]["source"] == CHASE and tool_result["content"][0]["citations"] == {"enabled": True}
     assert events[-1][2]["skipped_citations"] == {}
-    assert LiveTurn.objects.get().status == "done" and LiveTurn.objects.get().checkpoint is None
+    assert LiveTurn.objects.get().status == LiveTurnStatus.DONE and LiveTurn.objects.get().checkpoint is None
 
 
 def test_pooled_account_label(client, recorded_model):
@@ -232,7 +232,7 @@ def test_error_event_mid_stream_saves_nothing(client, recorded_model):
     }
     assert ChatLog.objects.count() == 0
     turn = LiveTurn.objects.get()
-    assert turn.status == "failed" and turn.checkpoint is not None
+    assert turn.status == LiveTurnStatus.FAILED and turn.checkpoint is not None
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,6 @@ __all__ = [
     "SessionNotFoundError",
     "TurnConflictError",
     "TurnLimitError",
-    "embedded_broker",
     "turn_acquire",
     "turn_start",
     "turns_orphaned_requeue",
@@ -65,11 +64,6 @@ class QueueUnavailableError(Exception):
 
 class ModelNotConfiguredError(Exception):
     """Neither an API key nor a base URL is configured (503)."""
-
-
-def embedded_broker() -> bool:
-    """True on the embedded default (kombu's filesystem transport, no redelivery)."""
-    return str(settings.CELERY_BROKER_URL).startswith("filesystem://")
 
 
 def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
