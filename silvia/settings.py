@@ -303,6 +303,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(CELERY_BROKER_DIR),
         "data_folder_out": str(CELERY_BROKER_DIR),
         "polling_interval": 0.1,
+        # Exchange bindings and the remote-control mailbox (kombu's default: ./control).
+        "control_folder": str(CELERY_BROKER_DIR / "control"),
     }
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="silvia-live-turns")
 # A message is acknowledged when its turn ends, and RabbitMQ hands a dead worker's messages
