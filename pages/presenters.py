@@ -9,8 +9,9 @@ cannot be read falls back to its `source` and `title`, never disappears.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from citations.corpus import CORPUS_FOLDERS
@@ -215,13 +216,27 @@ class CitedSpan:
     end: int
 
 
-def _utf16_boundaries(text: str) -> dict[int, int]:
-    """UTF-16 offset -> index into `text`, for every offset between two characters."""
-    bounds, units = {0: 0}, 0
-    for index, char in enumerate(text, 1):
-        units += 2 if ord(char) > 0xFFFF else 1
-        bounds[units] = index
-    return bounds
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _utf16_to_index(text: str) -> Callable[[int], int | None]:
+    """A function from a UTF-16 offset in `text` to its `str` index; None past the ends or inside a pair.
+
+    Characters outside the BMP take two UTF-16 units: the k-th of them
+    starts at unit `index + k`.
+    """
+    starts = [match.start() + k for k, match in enumerate(_ASTRAL.finditer(text))]
+    units = len(text) + len(starts)
+
+    def index(offset: int) -> int | None:
+        if not 0 <= offset <= units:
+            return None
+        before = bisect.bisect_left(starts, offset)  # pairs starting before `offset`
+        if before and starts[before - 1] + 1 == offset:
+            return None  # between the two halves of a pair
+        return offset - before
+
+    return index
 
 
 def _offset(value: object) -> int | None:
@@ -237,15 +252,17 @@ def cited_spans(answer: str, inline: object, *, account_names: Mapping[str, str]
     reversed, out of range or splitting a character (shown after the text).
     """
     entries: Sequence[object] = inline if isinstance(inline, list) else []
-    bounds = _utf16_boundaries(answer)
+    to_index = _utf16_to_index(answer)
     spans: list[CitedSpan] = []
     stray: list[Chip] = []
     for entry in entries:
         chip = chip_for_citation(entry, account_names=account_names)
         start = _offset(entry.get("start")) if isinstance(entry, dict) else None
         end = _offset(entry.get("end")) if isinstance(entry, dict) else None
-        if start is None or end is None or start > end or start not in bounds or end not in bounds:
+        begin = to_index(start) if start is not None else None
+        finish = to_index(end) if end is not None else None
+        if begin is None or finish is None or begin > finish:
             stray.append(chip)
             continue
-        spans.append(CitedSpan(chip, bounds[start], bounds[end]))
+        spans.append(CitedSpan(chip, begin, finish))
     return spans, stray

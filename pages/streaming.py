@@ -25,6 +25,8 @@ __all__ = ["Stable", "stable_markdown"]
 _MARKERS_ONLY = re.compile(r"[ \t>]*(?:[-+*=_#|~`:.)0-9][ \t]*)*")
 # The start of a GFM table's delimiter row (`|---|:--:|`), possibly empty.
 _DELIMITER_ROW_START = re.compile(r"[ \t]*\|?[ \t:|-]*")
+# A blank line, reversed (searched from the end): newline, blanks, newline.
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 # What ends a line unfinished: an escape, an image's `!`, an entity, a run of emphasis or code markers, an autolink.
 _OPEN_END = re.compile(r"(?:\\|!|&#?[A-Za-z0-9]*|[*_~`]+|<[A-Za-z][A-Za-z0-9+.-]*(?::[^\s<>]*)?|<)\Z")
 
@@ -53,8 +55,20 @@ _PARSER = markdown_parser()
 _PARSER.inline.ruler2.after("balance_pairs", "unclosed", _unclosed)
 
 
+def _last_block(text: str) -> str:
+    """`text` from after its last blank line: all a table or a paragraph at its end can span.
+
+    Parsing only this keeps a streaming step's cost from growing with the
+    answer; a blank line inside a fenced block at the end only misleads the
+    closers, which then close nothing that shows (they are hidden).
+    """
+    blank = _BLANK_LINE.search(text[::-1])
+    return text[len(text) - blank.start() :] if blank else text
+
+
 def _table_runs_to_end(text: str) -> bool:
     """Whether `text` (whole lines) ends inside a table, so a next line is one of its rows."""
+    text = _last_block(text)
     if "|" not in text:
         return False
     lines = text.count("\n")
@@ -108,6 +122,7 @@ def _hold_open_end(src: str, shown: int) -> int:
 
 def _closers(base: str) -> str:
     """Markers that close the code span and emphasis left open at the end of `base`'s last block."""
+    base = _last_block(base)
     tokens = _PARSER.parse(base)
     # The last block with content (a table row ends with the empty cells markdown-it adds).
     blocks = [t for t in tokens if t.type in ("fence", "code_block") or (t.type == "inline" and t.content.strip())]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pages.presenters import Chip, ChipLink, CitedSpan, chip_for_citation, cited_spans, readable_file_name, safe_href
 
@@ -324,3 +326,17 @@ def test_a_library_document_titled_by_its_file_name_gets_a_readable_label():
 
 def test_a_long_label_may_be_cut():
     assert [Chip("web", "x" * n).label_may_be_cut for n in (18, 19)] == [False, True]
+
+
+@given(st.lists(st.sampled_from(["a", "é", "💳", "😀", "\n", "€"]), max_size=30).map("".join), st.integers(-2, 70))
+def test_a_utf16_offset_is_the_str_index_where_the_units_before_it_end(text, offset):
+    # By hand: the index after each character, keyed by the UTF-16 units up to it.
+    indices, units = {0: 0}, 0
+    for index, char in enumerate(text, 1):
+        units += 2 if ord(char) > 0xFFFF else 1
+        indices[units] = index
+    spans, stray = cited_spans(text, [cite({"kind": "portfolio"}, start=offset, end=offset)], account_names={})
+    if offset in indices:
+        assert [(s.start, s.end) for s in spans] == [(indices[offset], indices[offset])] and stray == []
+    else:
+        assert spans == [] and len(stray) == 1

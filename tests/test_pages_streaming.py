@@ -5,6 +5,8 @@ No database."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pages.markdown import render_answer
 from pages.streaming import Stable, stable_markdown
@@ -92,3 +94,41 @@ def test_a_citation_waits_until_its_text_is_shown():
     rendered = render_answer(answer, inline, account_names={}, partial=True)
     assert [c.title for s in rendered.slots for c in s] == ["bold"]
     assert rendered.stray == ()
+
+
+INLINE = st.lists(
+    st.sampled_from(
+        [
+            *("word", "Chase", "**bold**", "*it*", "_it_", "`co de`", "~~old~~", "$7,500", "&amp;", "\\*", "a|b"),
+            *("***x***", "**a *b* c**", "x!", "[link](https://e.example/y)", "<https://e.example>"),
+            "![alt](https://e.example/i.png)",
+        ]
+    ),
+    min_size=1,
+    max_size=5,
+).map(" ".join)
+LINES = st.lists(INLINE, min_size=1, max_size=3)
+BLOCK = st.one_of(
+    INLINE,
+    INLINE.map(lambda s: "## " + s),
+    INLINE.map(lambda s: "> " + s),
+    LINES.map(lambda lines: "\n".join("- " + line for line in lines)),
+    LINES.map(lambda lines: "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))),
+    LINES.map(lambda lines: "| h | g |\n|---|---|\n" + "\n".join(f"| {line} | y |" for line in lines)),
+    INLINE.map(lambda s: "```\n" + s + "\n```"),
+)
+
+
+def _tight(chars: list[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+    # Two lists a blank line apart are one loose list: its items' text moves into paragraphs
+    # only when that blank line comes (docs/pages.md#streaming names this exception).
+    return [(c, tuple(t for i, t in enumerate(p) if not (t == "p" and i and p[i - 1] == "li"))) for c, p in chars]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(BLOCK, min_size=1, max_size=4).map("\n\n".join))
+def test_any_answer_of_common_blocks_shows_each_character_where_the_whole_answer_puts_it(answer):
+    final = _tight(shown(render_answer(answer, [], account_names={}).html))
+    for length in range(len(answer) + 1):
+        partial = _tight(shown(render_answer(answer[:length], [], account_names={}, partial=True).html))
+        assert partial == final[: len(partial)], f"after {answer[:length][-40:]!r}"
