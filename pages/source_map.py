@@ -28,10 +28,21 @@ __all__ = ["annotate"]
 
 
 def _align(text: str, raw: str, lo: int, hi: int) -> list[int]:
-    """For each character of `text`, its index in `raw[lo:hi]`, matching in order (a subsequence)."""
+    """For each character of `text`, its index in `raw[lo:hi]`, matching in order (a subsequence).
+
+    A space may be a tab that markdown-it expanded into spaces: the spaces it
+    became all map to the tab.
+    """
     out, cursor = [], lo
-    for char in text:
+    for index, char in enumerate(text):
         found = raw.find(char, cursor, hi)
+        if char == " ":
+            tab = raw.find("\t", cursor, hi)
+            if tab >= 0 and (found < 0 or tab < found):
+                out.append(tab)
+                more = text[index + 1 : index + 2] == " "
+                cursor = tab if more else tab + 1
+                continue
         if found < 0:
             out.append(max(lo, min(cursor, hi - 1)))
             continue

@@ -19,7 +19,6 @@ from chat.models import ChatLog
 from chat.selectors import session_get_for_user, session_list_for_user, session_messages
 from citations.urls import account_path
 from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
-from pages.markdown import render_answer
 from pages.selectors import account_names_for_user, turn_get_for_user
 
 SESSIONS_PER_PAGE = 50
@@ -80,9 +79,17 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, "pages/session_detail.html", context)
 
 
+def _render_answer(answer: str, inline: object, names: dict[str, str], *, partial: bool = False) -> Any:
+    # Imported here: markdown-it-py and nh3 load with the first answer a page shows, not at
+    # start-up (`manage.py check`, a worker's boot: tests/test_startup.py).
+    from pages.markdown import render_answer
+
+    return render_answer(answer, inline, account_names=names, partial=partial)
+
+
 def _turn(log: ChatLog, names: dict[str, str]) -> dict[str, Any]:
     """The context of `pages/_turn.html` for one stored turn."""
-    answer = render_answer(log.response, log.inline_citations, account_names=names)
+    answer = _render_answer(log.response, log.inline_citations, names)
     return {"log": log, "answer": answer, "chip_prefix": f"chip-{log.id}"}
 
 
@@ -132,7 +139,7 @@ def answer_preview(request: HttpRequest) -> HttpResponse:
     except ValueError as error:
         return JsonResponse({"detail": str(error)}, status=400)
     names = account_names_for_user(user=_caller(request))
-    rendered = render_answer(answer, inline, account_names=names, partial=True)
+    rendered = _render_answer(answer, inline, names, partial=True)
     return render(request, "pages/_answer_preview.html", {"answer": rendered})
 
 

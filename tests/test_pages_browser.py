@@ -11,7 +11,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from chat.live.recorded_model import load_scripts
+from devtools.recorded_model import load_scripts
 from chat.models import ChatLog, ChatSession
 from finance.models import Account
 from tests import pages_live_urls

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 from django import template
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from pages.markdown import SLOT, AnswerHtml
 from pages.presenters import Chip
+
+if TYPE_CHECKING:
+    from pages.markdown import AnswerHtml
 
 register = template.Library()
 
@@ -23,6 +26,10 @@ def answer(rendered: AnswerHtml, id_prefix: str) -> SafeString:
     one turn renders the same markup wherever it is rendered (its page, the
     fragment a live turn swaps in).
     """
+    # Imported here: `manage.py check` loads every tag library, and markdown-it-py and nh3
+    # should load with the first answer shown, not at start-up (tests/test_startup.py).
+    from pages.markdown import SLOT
+
     ids = (f"{id_prefix}-{n}" for n in itertools.count(1))
 
     def chips(values: tuple[Chip, ...]) -> str:
