@@ -11,8 +11,8 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from devtools.recorded_model import load_scripts
 from chat.models import ChatLog, ChatSession
+from devtools.recorded_model import load_scripts
 from finance.models import Account
 from tests import pages_live_urls
 from tests.browser_fixtures import BROWSER_MARKS, SCREENSHOTS, sign_in
