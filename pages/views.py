@@ -27,6 +27,13 @@ SESSIONS_PER_PAGE = 50
 TURNS_PER_PAGE = 50
 """Turns on one session page; a long session opens on its latest turns, `?page=N` goes back."""
 
+PREVIEW_MAX_CHARS = 262_144
+"""The longest answer `/chat/answer-preview/` renders (a model's longest answer is 64K tokens,
+about this many characters), so one request cannot ask for seconds of rendering."""
+
+PREVIEW_MAX_CITATIONS = 10_000
+"""The most inline citations `/chat/answer-preview/` takes."""
+
 
 def home(request: HttpRequest) -> HttpResponse:
     """`/`: the sessions page for a signed-in user, the sign-in page otherwise."""
@@ -119,8 +126,12 @@ def _preview_input(body: bytes) -> tuple[str, list[Any]]:
     answer, inline = data.get("answer"), data.get("inline_citations", [])
     if not isinstance(answer, str):
         raise ValueError("answer: expected a string")
+    if len(answer) > PREVIEW_MAX_CHARS:
+        raise ValueError(f"answer: longer than {PREVIEW_MAX_CHARS} characters")
     if not isinstance(inline, list):
         raise ValueError("inline_citations: expected a list")
+    if len(inline) > PREVIEW_MAX_CITATIONS:
+        raise ValueError(f"inline_citations: more than {PREVIEW_MAX_CITATIONS}")
     return answer, inline
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import uuid
 
@@ -329,7 +330,10 @@ def test_the_answer_preview_renders_what_has_streamed_so_far(maya_client, maya):
         ("[]", "body: expected an object"),
         ('{"answer": 5}', "answer: expected a string"),
         ('{"answer": "a", "inline_citations": {}}', "inline_citations: expected a list"),
+        (json.dumps({"answer": "a" * 262_145}), "answer: longer than 262144 characters"),
+        (json.dumps({"answer": "a", "inline_citations": [{}] * 10_001}), "inline_citations: more than 10000"),
     ],
+    ids=["not json", "not an object", "answer not a string", "citations not a list", "too long", "too many"],
 )
 def test_a_bad_preview_body_is_a_400_naming_what_is_wrong(maya_client, body, detail):
     response = maya_client.post("/chat/answer-preview/", body, content_type="application/json")
