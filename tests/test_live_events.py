@@ -45,6 +45,12 @@ def _literals_outside_dict_keys(tree: ast.AST) -> list[ast.Constant]:
         and node.body
         and isinstance(node.body[0], ast.Expr)
     }
+    # A keyword argument other than `name=`/`event=` is a label (`view="turn"`, a metric's), not an event.
+    labels = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg not in (None, "name", "event")
+    }
     # A model's Meta names fields (`ordering = ["turn", "seq"]`), not events.
     meta = {
         id(inner)
@@ -55,7 +61,9 @@ def _literals_outside_dict_keys(tree: ast.AST) -> list[ast.Constant]:
     return [
         node
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in keys | docstrings | meta
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in keys | docstrings | meta | labels
     ]
 
 
