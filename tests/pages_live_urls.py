@@ -37,7 +37,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.urls import path
 
 from chat.services import record_turn
-from citations.turn import utf16_length
+from citations.text import utf16_length
 from silvia.urls import urlpatterns as project_urlpatterns
 
 RECORDED_TURN_ID = "5079d460-8953-4dac-a91a-bc2d4c338e80"  # 1.1: two credit cards and checking
@@ -82,7 +82,7 @@ def _answer_events(log: Any, session_id: str, start: int) -> list[tuple[str, dic
         *events,
         ("citations_summary", {"citations": log.citations}),
         ("message", {"type": "message", "role": "assistant", "content": [], "stop_reason": "end_turn"}),
-        ("done", {"log_id": str(log.id), "session_id": session_id, "skipped_citations": {}}),
+        ("done", {"log_id": str(log.id), "session_id": session_id, "skipped_citations": {}, "stop_reason": "end_turn"}),
     ]
 
 
