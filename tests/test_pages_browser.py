@@ -362,6 +362,46 @@ def test_the_recorded_markdown_answer_streams_without_flashing_and_equals_the_re
     assert any('class="chip chip--accounts"' in html for html in answered)  # chips in place while streaming
 
 
+def test_a_real_rewind_drops_a_cut_step_and_ends_as_the_stored_row(page, live_server, recorded_model, settings):
+    # The real endpoint's own rewind (docs/live.md#rewind): a tool call cut off at max_tokens is
+    # asked again, and what its step streamed (text and a citation) is rewound first.
+    from tests.live_support import cite, script, step, text, tool_use, tool_use_raw
+
+    settings.ANTHROPIC_MAX_TOKENS = 1000
+    cut = step(
+        text("Let me check your cards, "),
+        text("all three of them.", cite(CARDS_SOURCE, "x", "Credit card")),
+        tool_use_raw("toolu_1", "execute_sql", '{"query": "ca'),
+        stop="max_tokens",
+    )
+    whole = step(text("Checking your cards."), tool_use("toolu_1", "execute_sql", {"query": "cards"}))
+    answer = step(
+        text("You owe **$1,500** on "),
+        text("two cards", cite(CARDS_SOURCE, "account_name: Credit card; balance: 1200", "Credit card")),
+        text("."),
+    )
+    recorded_model.load([script({"attempts": [cut, whole]}, answer, delay_ms=40)])
+    posted, _ = _preview_bodies(page)
+    page.goto(f"{live_server.url}/chat/new/")
+    page.get_by_label("Your question").fill("How much do I owe across my cards?")
+    page.get_by_role("button", name="Ask").click()
+    page.get_by_text("Answer saved.").wait_for()
+    streamed = page.locator("article.turn--live").evaluate(TURN_HTML_JS)
+    page.reload()
+    assert page.locator("article.turn").last.evaluate(TURN_HTML_JS) == streamed
+
+    log = ChatLog.objects.get(user_message="How much do I owe across my cards?")
+    assert log.response == "Checking your cards.\n\nYou owe **$1,500** on two cards."
+    cut_shown = [i for i, body in enumerate(posted) if "all three of them." in body["answer"]]
+    assert cut_shown, "the cut step streamed into the page first"
+    assert any(c["cited_text"] == "x" for c in posted[cut_shown[-1]]["inline_citations"])
+    after = posted[cut_shown[-1] + 1 :]
+    assert after  # rendered again after the rewind
+    for body in after:  # from the rewind on, the page holds a beginning of the stored row
+        assert log.response.startswith(body["answer"])
+        assert body["inline_citations"] == log.inline_citations[: len(body["inline_citations"])]
+
+
 def test_a_failed_live_turn_says_why_saves_nothing_and_does_not_reconnect(page, live_server, recorded_model):
     from tests.live_support import script, step, text
 
