@@ -251,6 +251,44 @@ def _anchor(runs: Sequence[_Run], end: int, hide_from: int) -> tuple[_Run, int] 
     return None
 
 
+class _Slots:
+    """The chips placed so far: `chips[n]` go where the tokens' metadata marks slot n; `lead` before the answer."""
+
+    def __init__(self) -> None:
+        self.chips: list[list[Chip]] = []
+        self.lead: list[Chip] = []
+        self._where: dict[tuple[int, int], int] = {}
+
+    def add(self, chip: Chip, anchor: tuple[_Run, int] | None) -> None:
+        """Put `chip` after the anchor character (a link or code: after it), with any chip already there."""
+        if anchor is None:
+            self.lead.append(chip)
+            return
+        run, index = anchor
+        key = (id(run.host), -1) if run.host is not None else (id(run.token), index)
+        if key not in self._where:
+            slot = self._where[key] = len(self.chips)
+            self.chips.append([])
+            if run.host is not None:
+                run.host.meta.setdefault("slots_after", []).append(slot)
+            else:
+                run.token.meta.setdefault("slots_in", {}).setdefault(index, []).append(slot)
+        self.chips[self._where[key]].append(chip)
+
+
+def _covered(spans: Sequence[tuple[Chip, int, int]], size: int) -> bytearray:
+    """For each index below `size`, 1 when some `[start, end)` of `spans` covers it."""
+    change = [0] * (size + 1)
+    for _, start, end in spans:
+        change[start] += 1
+        change[end] -= 1
+    covered, depth = bytearray(size + 1), 0
+    for index, delta in enumerate(change):
+        depth += delta
+        covered[index] = depth > 0
+    return covered
+
+
 def _to_parsed(answer: str) -> tuple[str, list[int] | None]:
     """The answer with markdown-it's own normalisation (CR LF and CR to LF, NUL to U+FFFD), and
     the index in it of each index of the answer (None when nothing changed)."""
@@ -294,41 +332,15 @@ def render_answer(
     annotate(tokens, markdown)
     runs = _runs(tokens)
 
-    depth = [0] * (max(len(markdown), len(source)) + 2)  # spans covering each index, once summed
-    slots: list[list[Chip]] = []
-    slot_of: dict[tuple[int, int], int] = {}
-    lead: list[Chip] = []
-    for span in spans:
-        start = where[span.start] if where else span.start
-        end = where[span.end] if where else span.end
-        if end > shown:
-            continue  # streaming: its text is not shown yet
-        depth[start] += 1
-        depth[end] -= 1
-        anchor = _anchor(runs, end, hide_from)
-        if anchor is None:
-            lead.append(span.chip)
-            continue
-        run, index = anchor
-        key = (id(run.host), -1) if run.host is not None else (id(run.token), index)
-        if key not in slot_of:
-            slot_of[key] = len(slots)
-            slots.append([])
-            if run.host is not None:
-                run.host.meta.setdefault("slots_after", []).append(slot_of[key])
-            else:
-                run.token.meta.setdefault("slots_in", {}).setdefault(index, []).append(slot_of[key])
-        slots[slot_of[key]].append(span.chip)
-    covered = bytearray(len(depth))
-    running = 0
-    for index, change in enumerate(depth):
-        running += change
-        covered[index] = running > 0
-
-    env = {"covered": covered, "hide_from": hide_from}
+    placed = [(s.chip, where[s.start], where[s.end]) if where else (s.chip, s.start, s.end) for s in spans]
+    placed = [p for p in placed if p[2] <= shown]  # streaming: a span whose text is not shown yet waits
+    slots = _Slots()
+    for chip, _, end in placed:
+        slots.add(chip, _anchor(runs, end, hide_from))
+    env = {"covered": _covered(placed, max(len(markdown), len(source)) + 1), "hide_from": hide_from}
     # One highlight where an escape, an entity or a line break split the text into tokens.
     html = MARKDOWN.renderer.render(tokens, MARKDOWN.options, env).replace('</mark><mark class="cited">', "")
-    if lead:
-        html = f"<p>{_slot_markers([len(slots)])}</p>\n{html}"
-        slots.append(lead)
-    return AnswerHtml(_sanitize(html), tuple(tuple(s) for s in slots), tuple(stray))
+    if slots.lead:
+        html = f"<p>{_slot_markers([len(slots.chips)])}</p>\n{html}"
+        slots.chips.append(slots.lead)
+    return AnswerHtml(_sanitize(html), tuple(tuple(c) for c in slots.chips), tuple(stray))
