@@ -29,12 +29,14 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.test.utils import override_settings
+from django.urls import path as url_path
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chat.live.recorded_model import message_events
 from chat.models import ChatSession
 from silvia.logging_config import build_logging
+from silvia.urls import urlpatterns as project_urlpatterns
 from tests.live_support import parse_sse, tool_use
 from tests.uvicorn_server import ROOT, subprocess_database_url, uvicorn_server
 
@@ -354,6 +356,28 @@ def test_live_turn_with_bad_tool_input_logs_no_user_data(debug_level_log, record
     output = debug_level_log.getvalue()
     assert "builtins.ValueError: (message withheld: it may quote user data)" in output
     assert account_id not in output and "account_details" not in output
+    assert_no_user_data(output)
+
+
+def _fail_with_user_data(request):
+    """A view failing with user data in its locals and its exception (a tool or the SDK failing mid-request)."""
+    account_names = {sorted(example_account_ids())[0]: "Sapphire card"}
+    raise RuntimeError(f"failed for {sorted(account_names)[0]}: {sorted(example_user_texts())[0]}")
+
+
+urlpatterns = [url_path("fail/", _fail_with_user_data), *project_urlpatterns]
+
+
+@pytest.mark.django_db
+def test_a_500_at_debug_level_logs_no_user_data(debug_level_log, maya):
+    client = Client(raise_request_exception=False)
+    client.force_login(maya)
+    with override_settings(ROOT_URLCONF=__name__):
+        response = client.get("/fail/", {"q": sorted(example_account_ids())[1]})
+    assert response.status_code == 500
+    output = debug_level_log.getvalue()
+    assert "ERROR django.request: Internal Server Error: /fail/" in output
+    assert "builtins.RuntimeError: (message withheld: it may quote user data)" in output
     assert_no_user_data(output)
 
 
