@@ -31,6 +31,8 @@ if not SECRET_KEY:
     SECRET_KEY = "django-insecure-local-debug-only"  # noqa: S105 -- DEBUG only; check --deploy flags the prefix
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# A JSON 403 under /api/, Django's page elsewhere (docs/api.md#errors).
+CSRF_FAILURE_VIEW = "silvia.views.csrf_failure"
 
 # HTTPS (each one a `check --deploy` item; docs/deploying.md "The environment" sets them all).
 # Off by default so that `make run` and the tests work over plain HTTP.
