@@ -14,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 class SchemaView(SpectacularAPIView):
     """`GET /api/schema/`: the OpenAPI document; its errors (a 405) are JSON like the rest of `/api/`."""
 
-    def handle_exception(self, exc: Exception) -> HttpResponse:
+    def handle_exception(self, exc: Exception) -> Response:
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
         return super().handle_exception(exc)
