@@ -31,7 +31,16 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-__all__ = ["FINNHUB_HOST", "EgressAllowlist", "EgressRefused", "egress_allowlist", "open_upstream", "parse_overrides"]
+__all__ = [
+    "FINNHUB_HOST",
+    "EgressAllowlist",
+    "EgressRefused",
+    "checked_addresses",
+    "egress_allowlist",
+    "open_upstream",
+    "parse_overrides",
+    "url_host",
+]
 
 #: Finnhub's API (https://finnhub.io/api/v1/...).
 FINNHUB_HOST = ("finnhub.io", 443)
@@ -71,25 +80,31 @@ def open_upstream(
     `resolve` is `socket.getaddrinfo` (a test passes a resolver that answers
     a private address). Connect errors are `EgressRefused` too.
     """
-    if not allowlist.allows(host, port):
-        raise EgressRefused("the host is not on the egress allowlist")
-    override = allowlist.overrides.get((host.lower(), port))
-    if override is not None:
-        addresses = [override]
-    else:
-        try:
-            answers = resolve(host, port, type=socket.SOCK_STREAM)
-        except OSError:
-            raise EgressRefused("the host name did not resolve") from None
-        addresses = [(str(a[4][0]), port) for a in answers]
-        if not addresses or not all(_is_public(address) for address, _ in addresses):
-            raise EgressRefused("the host name resolved to a private or reserved address")
-    for address in addresses:
+    for address in checked_addresses(allowlist, host, port, resolve=resolve):
         try:
             return socket.create_connection(address, timeout=timeout)
         except OSError:
             continue
     raise EgressRefused("the host did not accept a connection")
+
+
+def checked_addresses(
+    allowlist: EgressAllowlist, host: str, port: int, *, resolve: Resolver = socket.getaddrinfo
+) -> list[tuple[str, int]]:
+    """Steps 1 and 2 of the module: the `(ip, port)` pairs `host:port` may be reached at; raises `EgressRefused`."""
+    if not allowlist.allows(host, port):
+        raise EgressRefused("the host is not on the egress allowlist")
+    override = allowlist.overrides.get((host.lower(), port))
+    if override is not None:
+        return [override]
+    try:
+        answers = resolve(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        raise EgressRefused("the host name did not resolve") from None
+    addresses = [(str(a[4][0]), port) for a in answers]
+    if not addresses or not all(_is_public(address) for address, _ in addresses):
+        raise EgressRefused("the host name resolved to a private or reserved address")
+    return addresses
 
 
 def _is_public(address: str) -> bool:
@@ -117,7 +132,8 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _url_host(url: str) -> tuple[str, int] | None:
+def url_host(url: str) -> tuple[str, int] | None:
+    """`https://API.exa.ai/x` -> `("api.exa.ai", 443)`; None for a URL that is not http(s) or has no host."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
@@ -134,7 +150,7 @@ def egress_allowlist() -> EgressAllowlist:
     if (getattr(settings, "FINNHUB_API_KEY", "") or "").strip():
         hosts.add(FINNHUB_HOST)
     if (getattr(settings, "EXA_API_KEY", "") or "").strip():
-        exa = _url_host(getattr(settings, "EXA_BASE_URL", ""))
+        exa = url_host(getattr(settings, "EXA_BASE_URL", ""))
         if exa is not None:
             hosts.add(exa)
     try:
