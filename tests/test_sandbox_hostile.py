@@ -357,12 +357,13 @@ def test_not_offered_when_bubblewrap_is_missing_or_cannot_start(settings, caplog
         ("/bin/false", "bwrap could not start"),  # installed but fails, like bwrap without user namespaces
     ]:
         settings.EXECUTE_PYTHON_BWRAP = bwrap
-        with pytest.raises(SandboxUnavailable, match=re.escape(reason)):
-            find_sandbox(bwrap=bwrap)
         caplog.clear()
         assert execute_python_tool() is None
         assert "execute_python" not in [tool.name for tool in configured_tools()]
-        warnings = [r.getMessage() for r in caplog.records if r.name == "chat.tools.python"]
-        assert warnings and warnings[0].startswith("execute_python is not offered: ")
+        # One warning per probe, not one per turn.
+        warnings = [r.getMessage() for r in caplog.records if r.name == "chat.tools.sandbox"]
+        assert len(warnings) == 1 and warnings[0].startswith(f"execute_python is not offered: {reason}")
+        with pytest.raises(SandboxUnavailable, match=re.escape(reason)):
+            find_sandbox(bwrap=bwrap, interpreter="", run_as_uid=settings.EXECUTE_PYTHON_SANDBOX_UID)
     settings.EXECUTE_PYTHON_BWRAP = "bwrap"
     assert "execute_python" in [tool.name for tool in configured_tools()]

@@ -400,8 +400,7 @@ def execute_python_tool() -> ExecutePythonTool | None:
             interpreter=settings.EXECUTE_PYTHON_INTERPRETER,
             run_as_uid=settings.EXECUTE_PYTHON_SANDBOX_UID,
         )
-    except SandboxUnavailable as unavailable:
-        logger.warning("execute_python is not offered: %s", unavailable.reason)
+    except SandboxUnavailable:  # logged by find_sandbox
         return None
     return ExecutePythonTool(
         sandbox=sandbox,

@@ -20,6 +20,7 @@ RLIMIT_NPROC holds (the kernel does not count root's processes).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ __all__ = [
     "SandboxUnavailable",
     "find_sandbox",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: The uid and gid the code runs as inside the sandbox (`nobody`).
 SANDBOX_UID = 65534
@@ -197,7 +200,7 @@ def find_sandbox(*, bwrap: str = "bwrap", interpreter: str = "", run_as_uid: int
     run inside; empty tries the service's own base interpreter, then
     `/usr/bin/python3`. `run_as_uid`: the uid bwrap runs as when the service
     is root (ignored otherwise). The answer is cached per process (a failure
-    is retried after a minute).
+    is logged as a warning, and retried after a minute).
     """
     key = (bwrap, interpreter, run_as_uid)
     with _cache_lock:
@@ -208,6 +211,8 @@ def find_sandbox(*, bwrap: str = "bwrap", interpreter: str = "", run_as_uid: int
             try:
                 result = _find(bwrap, interpreter, run_as_uid)
             except SandboxUnavailable as unavailable:
+                # Once per probe (a minute at most), not on every turn.
+                logger.warning("execute_python is not offered: %s", unavailable.reason)
                 result = unavailable
             _cache[key] = (time.monotonic(), result)
     if isinstance(result, SandboxUnavailable):
