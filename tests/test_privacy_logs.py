@@ -33,8 +33,8 @@ from django.urls import path as url_path
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.live.recorded_model import message_events
 from chat.models import ChatSession
+from devtools.recorded_model import message_events
 from silvia.logging_config import build_logging
 from silvia.urls import urlpatterns as project_urlpatterns
 from tests.live_support import parse_sse, tool_use
