@@ -11,7 +11,9 @@ Runs, each in its own process, printing its figures as it goes:
 5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 6. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
-8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers).
+8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers);
+9. `sandbox.py --runs 10`: an `execute_python` call in its sandbox vs unconfined, and
+   SQLite's guarded `printf` vs its own.
 
 get_session, list_sessions, import_turns and backfill need PostgreSQL.
 
@@ -140,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     results.append(_run("live_turns: 20 concurrent SSE turns vs the SDK read straight, SQLite", live))
     if reason is None:
         results.append(_run("live_turns: the same, PostgreSQL", [*live, "--database-url", server_url]))
+    results.append(
+        _run("sandbox: execute_python sandboxed vs unconfined; guarded printf vs SQLite's", ["bench/sandbox.py"])
+    )
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

@@ -26,6 +26,7 @@ time.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -154,18 +155,34 @@ def printf_sizes(template: str, args: tuple[Any, ...]) -> list[int]:
     number's integer part, a text's leading number, else 0).
     """
     sizes: list[int] = []
+    for size, position in _printf_specs(template):
+        if position is None:
+            sizes.append(size)
+        else:
+            sizes.append(abs(_as_int(args[position] if position < len(args) else None)))
+    return sizes
+
+
+@functools.lru_cache(maxsize=256)
+def _printf_specs(template: str) -> tuple[tuple[int, int | None], ...]:
+    """A template's widths and precisions: `(digits, None)` for a literal, `(0, argument index)` for a `*`.
+
+    Cached: a query calls printf with one template row after row.
+    """
+    specs: list[tuple[int, int | None]] = []
     position = 0
     for match in _PRINTF_SPEC.finditer(template):
         width, precision, conversion = match.group(2), match.group(3), match.group(5)
         for part in (width, precision):
             if part == "*":
-                sizes.append(abs(_as_int(args[position] if position < len(args) else None)))
+                specs.append((0, position))
                 position += 1
             elif part:
-                sizes.append(int(part))
+                # Past 18 digits it is past any limit (and int() refuses thousands of digits).
+                specs.append((int(part) if len(part) <= 18 else 2**63, None))
         if conversion not in ("%", "n", ""):
             position += 1
-    return sizes
+    return tuple(specs)
 
 
 def _as_int(value: Any) -> int:

@@ -8,6 +8,7 @@ leaves the machine.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 
@@ -175,7 +176,9 @@ def connect(proxy: EgressProxy, request: bytes) -> tuple[socket.socket, bytes]:
     client = socket.socket(socket.AF_UNIX)
     client.settimeout(5)
     client.connect(proxy.path)
-    client.sendall(request)
+    # A refusal sent on accept (503) may close the socket before the request is written.
+    with contextlib.suppress(BrokenPipeError):
+        client.sendall(request)
     head = b""
     while b"\r\n\r\n" not in head:
         data = client.recv(1)

@@ -141,6 +141,7 @@ def test_calls_under_the_caps_answer_as_sqlite_does(finance_users):
         ("%.*c", (2.9e9,), [2900000000]),
         ("%.*c", (None,), [0]),
         ("%!,-08.3lld", (5,), [8, 3]),
+        ("%" + "9" * 5000 + "d", (1,), [2**63]),
     ],
 )
 def test_printf_sizes(template, args, sizes):
