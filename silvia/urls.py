@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 
 from pages.urls import auth_urlpatterns
-from silvia.views import SchemaView, api_not_found, healthz
+from silvia.views import SchemaView, api_not_found, healthz, metrics, readyz
 
 # Under /api/ every error is JSON (silvia/views.py, docs/api.md#errors).
 handler400 = "silvia.views.bad_request"
@@ -11,6 +11,8 @@ handler500 = "silvia.views.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/chat/", include("chat.api.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
