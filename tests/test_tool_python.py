@@ -4,6 +4,7 @@ Hostile code (files, network, processes, privileges) is tests/test_sandbox_hosti
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 import time
@@ -258,3 +259,13 @@ def test_factory_reads_settings(settings, sandbox):
         with pytest.raises(ImproperlyConfigured, match=message):
             execute_python_tool()
         setattr(settings, name, old)
+
+
+@pytest.mark.parametrize("bwrap", ["/nonexistent/bwrap", "/bin/false"], ids=["bwrap gone", "bwrap fails"])
+def test_a_sandbox_that_does_not_start_is_a_tool_error_never_an_unconfined_run(sandbox, bwrap):
+    # The probe passed, then bwrap went away or stopped working: the call fails, nothing runs outside.
+    broken = dataclasses.replace(sandbox, bwrap=bwrap)
+    tool = ExecutePythonTool(sandbox=broken, timeout_seconds=3.0)
+    with pytest.raises(ToolError) as info:
+        tool.run({"code": "print('ran')"}, user=None)
+    assert info.value.reason == "execute_python is unavailable: the sandbox did not start"

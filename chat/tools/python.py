@@ -244,11 +244,14 @@ class ExecutePythonTool:
                 start_new_session=True,
                 **self.sandbox.popen_options(),
             )
+        except OSError as error:  # bwrap gone since the probe, or no process to be had
+            os.close(status_read)
+            logger.warning("execute_python: bwrap did not run (%s)", type(error).__name__)
+            raise ToolError("execute_python is unavailable: the sandbox did not start") from None
         finally:
             os.close(status_write)
-        with os.fdopen(status_read, "rb") as status_pipe:
-            status_reader = _CappedReader(status_pipe, 65_536)
-            return self._wait(process, status_reader)
+        # The reader owns the pipe and closes it.
+        return self._wait(process, _CappedReader(os.fdopen(status_read, "rb"), 65_536))
 
     def _wait(self, process: subprocess.Popen[bytes], status_reader: _CappedReader) -> dict[str, Any]:
         assert process.stdout is not None and process.stderr is not None
