@@ -4,7 +4,7 @@ User data here: the examples' account ids (and targets' JSON), the users'
 questions and session titles, and the demo accounts' ids. Two kinds of run:
 an operator's run (real `manage.py import_turns` and uvicorn processes, all
 their output read: the import, the API, the admin search by account id, every
-page, and a live turn whose tool input the SDK cannot parse), and the same
+page, and a live turn whose tool input is not JSON), and the same
 steps in the test process (every handler's output captured).
 """
 
@@ -37,7 +37,7 @@ from chat.models import ChatSession
 from devtools.recorded_model import message_events
 from silvia.logging_config import build_logging
 from silvia.urls import urlpatterns as project_urlpatterns
-from tests.live_support import parse_sse, tool_use
+from tests.live_support import parse_sse, step, text, tool_use
 from tests.uvicorn_server import ROOT, subprocess_database_url, uvicorn_server
 
 EXAMPLES = ROOT / "examples" / "turns"
@@ -99,9 +99,9 @@ def assert_no_account_id(output: str) -> None:
 def assert_no_user_data(output: str) -> None:
     """No account id, target JSON, question or session title in `output`."""
     assert_no_account_id(output)
-    for text in sorted(example_user_texts()):
-        at = output.find(text)
-        assert at < 0, f"user text {text!r} logged: …{output[max(0, at - 200) : at + 80]}…"
+    for user_text in sorted(example_user_texts()):
+        at = output.find(user_text)
+        assert at < 0, f"user text {user_text!r} logged: …{output[max(0, at - 200) : at + 80]}…"
 
 
 def test_the_examples_hold_account_ids():
@@ -176,7 +176,8 @@ def _debug_env(database_url: str, static_root: Path, debug: bool) -> dict[str, s
     }
 
 
-#: A tool_use whose input JSON the SDK cannot parse: its ValueError quotes the whole input (issue 20).
+#: A tool_use whose input is not JSON, quoting an account id and SQL. The SDK's own accumulator
+#: raised a ValueError quoting the whole input (issue 20); the runner now answers an `is_error` result.
 BAD_TOOL_INPUT = ['{"query": "SELECT * FROM account_details ', "WHERE source_account_id = '{account}'\",, }"]
 
 
@@ -240,7 +241,8 @@ def test_operator_run_at_debug_level_logs_no_user_data(tmp_path, collected_stati
     # SQL debug logging is on with DJANGO_DEBUG only (Django logs SQL then).
     assert ('INSERT INTO "ai_chat_logs"' in imported.stderr) is debug
 
-    recorded_model.load([{"name": "bad input", "steps": [bad_tool_input_step(sorted(example_account_ids())[0])]}])
+    bad_input = [bad_tool_input_step(sorted(example_account_ids())[0]), step(text("I could not run that."))]
+    recorded_model.load([{"name": "bad input", "steps": bad_input}])
     live = {"ANTHROPIC_BASE_URL": recorded_model.base_url, "ANTHROPIC_API_KEY": "test-key", "LIVE_TOOL_FACTORIES": ""}
     with uvicorn_server(tmp_path / "server.log", {**env, **live}) as server:
         browser = Browser(server.url)
@@ -251,9 +253,10 @@ def test_operator_run_at_debug_level_logs_no_user_data(tmp_path, collected_stati
         bodies = [browser.get(f"/api/chat/sessions/{s['id']}/", auth) for s in sessions]
         served = {a for a in example_account_ids() if any(a in body for body in bodies)}
         assert len(served) >= 5  # ids that were stored and shown, so that they could have leaked
-        # 3. A live turn whose tool input the SDK cannot parse: an `error` event, and a log line.
+        # 3. A live turn whose tool input is not JSON: an `is_error` result, and the turn goes on.
         turn = browser.post_json(f"/api/chat/sessions/{uuid.uuid4()}/turns/", {"message": "cards?"}, auth)
-        assert parse_sse(turn.encode())[-1][1] == "error"
+        assert parse_sse(turn.encode())[-1][1] == "done"
+        assert recorded_model.requests[1]["messages"][-1]["content"][0]["is_error"] is True
         # 4. The pages: signed in as maya, every session, the portfolio and each account.
         pages = Browser(server.url)
         pages.login("maya", "maya-password-1")
@@ -271,7 +274,6 @@ def test_operator_run_at_debug_level_logs_no_user_data(tmp_path, collected_stati
 
     output = "\n".join(outputs)
     assert "/admin/chat/chatlog/?…" in output  # the access log was on
-    assert "chat.live.runner" in output and "(message withheld: it may quote user data)" in output  # the turn's log
     if debug:
         assert "django.template" in output  # the pages' template records were on, reduced to their message
     assert_no_user_data(output)
@@ -344,17 +346,18 @@ def test_pages_at_debug_level_log_no_user_data(debug_level_log):
 @pytest.mark.django_db(transaction=True)
 def test_live_turn_with_bad_tool_input_logs_no_user_data(debug_level_log, recorded_model, maya):
     account_id = sorted(example_account_ids())[0]
-    recorded_model.load([{"name": "bad input", "steps": [bad_tool_input_step(account_id)]}])
+    recorded_model.load([{"name": "bad input", "steps": [bad_tool_input_step(account_id), step(text("Sorry."))]}])
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
     response: Any = api.post(f"/api/chat/sessions/{uuid.uuid4()}/turns/", {"message": "cards?"}, format="json")
     events = parse_sse(b"".join(response.streaming_content))
-    assert events[-1][1] == "error" and events[-1][2]["error"]["type"] == "internal_error"
+    assert events[-1][1] == "done"
+    assert recorded_model.requests[1]["messages"][-1]["content"][0]["is_error"] is True
     from chat.live.service import wait_for_workers
 
     assert wait_for_workers(30)
     output = debug_level_log.getvalue()
-    assert "builtins.ValueError: (message withheld: it may quote user data)" in output
+    assert "DEBUG" in output  # the DEBUG level was on
     assert account_id not in output and "account_details" not in output
     assert_no_user_data(output)
 
