@@ -18,8 +18,9 @@ from rest_framework.authtoken.models import Token
 
 from chat.live.events import LostTurnError, append_event
 from chat.live.service import turn_acquire
+from citations.live_events import text_event
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
-from tests.live_support import SSEClient, cite, database_url, script, step, text, tool_use
+from tests.live_support import SSEClient, apply_rewind, cite, database_url, script, step, text, tool_use
 from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,21 +29,30 @@ CARDS = "silvia://your-account/credit-card"
 CHASE = "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md"
 
 
-def durable_script(delay_ms: float = 0) -> dict:
-    """Two tool rounds; the last step streams slowly when `delay_ms` (time to kill a worker)."""
+def durable_script(delay_ms: float = 0, *, second_answer: bool = False) -> dict:
+    """Two tool rounds; the last step streams slowly when `delay_ms` (time to kill a worker).
+
+    `second_answer`: the last step says something else, as a real model asked again does.
+    """
+    last = (
+        step(
+            text("Across two cards you owe $1,500.", cite(CARDS, "account_name: Credit card; balance: 1200")),
+            text(" Its annual fee: $95 💳.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+            text(" That is all."),
+        )
+        if second_answer
+        else step(
+            text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
+            text(" The fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+        )
+    )
     return script(
         step(text("Let me look."), tool_use("toolu_1", "execute_sql", {"query": "cards"})),
         step(
             text("Cards: ", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card")),
             tool_use("toolu_2", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"}),
         ),
-        {
-            **step(
-                text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
-                text(" The fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
-            ),
-            "delay_ms": delay_ms,
-        },
+        {**last, "delay_ms": delay_ms},
     )
 
 
@@ -226,7 +236,9 @@ def test_sigkill_after_a_tool_round_another_worker_finishes_the_turns(stack, tok
     for turn in LiveTurn.objects.filter(pk__in=ids):
         assert turn.resume_count == 1 and turn.checkpoint is None
     assert stored(plain) == stored(reference[-1][2]["log_id"])
-    assert normalized(log_events(plain)) == normalized(reference)
+    # A client reading its whole log (rewinds applied) holds the uninterrupted run's events; only the
+    # ids differ when the killed worker had sent events past its checkpoint (ids are never reused).
+    assert [event[1:] for event in normalized(log_events(plain))] == [event[1:] for event in normalized(reference)]
 
     first, second, third = stored(without_targets)["inline"]
     assert first["target"]["kind"] == "accounts"  # streamed before the crash, typed
@@ -249,6 +261,69 @@ def test_embedded_worker_restarted_resumes_what_the_dead_one_ran(embedded, token
     client = SSEClient(web.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": "1"})
     assert client.events()[-1][1] == "done"
     client.close()
+
+
+def read_past_the_checkpoint(post: SSEClient, turn_id: uuid.UUID, held: list) -> int:
+    """Read events until the client holds two past the checkpoint after the second tool round; its eventSeq."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        held += post.events(limit=1)
+        checkpoint = LiveTurn.objects.get(pk=turn_id).checkpoint
+        if checkpoint and checkpoint["step"] >= 2 and held[-1][0] >= checkpoint["eventSeq"] + 2:
+            return checkpoint["eventSeq"]
+    raise AssertionError("the turn did not stream past its checkpoint")
+
+
+def check_client_equals_row(held, turn_id):
+    row = ChatLog.objects.get(pk=turn_id)
+    assert "".join(data["text"] for _, name, data in held if name == "text") == row.response
+    assert [data["citation"] for _, name, data in held if name == "citation"] == row.inline_citations
+    assert [data for _, name, data in held if name == "citations_summary"] == [{"citations": row.citations}]
+    assert held[-1][1] == "done" and held[-1][2]["log_id"] == str(turn_id)
+
+
+def test_killed_after_the_client_read_past_the_checkpoint_a_different_answer_rewinds(
+    stack, token, recorded_model_server
+):
+    recorded_model_server.load([durable_script(delay_ms=150)])
+    web, doomed = stack.web(), stack.worker()
+    post = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+    first = post.events(limit=1)
+    turn_id = uuid.UUID(first[0][2]["turn_id"])
+    checkpoint_seq = read_past_the_checkpoint(post, turn_id, first)
+    doomed.kill()
+    post.close()
+    old_text = "".join(data["text"] for _, name, data in first if name == "text")
+    assert old_text.startswith("Let me look.\n\nCards: \n\nYou owe")  # the first answer, cut short
+    # Asked again, the model answers differently; RabbitMQ gives the task to the next worker.
+    recorded_model_server.load([durable_script(second_answer=True)])
+    stack.worker()
+    second_web = stack.web()
+    # The client reconnects where it stopped, to another web process.
+    again = SSEClient(
+        second_web.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": str(first[-1][0])}
+    )
+    rest = again.events()
+    again.close()
+    replay = SSEClient(second_web.base_url, "GET", f"/api/chat/turns/{turn_id}/events?after=0", token)
+    from_start = replay.events()
+    replay.close()
+    # Ids go on after the highest id sent; the first event after the resume rewinds to the checkpoint.
+    rewind = rest[0]
+    assert rewind[1] == "rewind" and rewind[0] == first[-1][0] + 1
+    assert rewind[2] == {"to": checkpoint_seq, "answer": "Let me look.\n\nCards: "}
+    assert [seq for seq, _, _ in rest] == list(range(rewind[0], rewind[0] + len(rest)))
+    held = apply_rewind(first + rest)
+    check_client_equals_row(held, turn_id)
+    assert ChatLog.objects.get(pk=turn_id).response == (
+        "Let me look.\n\nCards: \n\nAcross two cards you owe $1,500. Its annual fee: $95 💳. That is all."
+    )
+    # Without the rewind the client would hold a mix of the two answers.
+    text_read = "".join(data["text"] for _, name, data in first + rest if name == "text")
+    assert text_read != "".join(data["text"] for _, name, data in held if name == "text")
+    assert apply_rewind(from_start) == held  # a client reading the whole log from the start ends the same
+    turn = LiveTurn.objects.get(pk=turn_id)
+    assert turn.status == LiveTurnStatus.DONE and turn.resume_count == 1
 
 
 # --- acquisition: in this process, on the test database -------------------
@@ -283,8 +358,8 @@ def test_two_deliveries_race_the_later_owns_the_turn_the_earlier_cannot_write(ma
         assert len(set(tokens)) == 2 and row.status == LiveTurnStatus.RUNNING and row.resume_count == 1
         (stale,) = set(tokens) - {row.worker_token}
         with pytest.raises(LostTurnError):
-            append_event(turn.id, stale, "text", {"text": "late"}, after=row.last_seq)
-        assert append_event(turn.id, row.worker_token, "text", {"text": "ok"}, after=row.last_seq) == row.last_seq + 1
+            append_event(turn.id, stale, text_event("late"), after=row.last_seq)
+        assert append_event(turn.id, row.worker_token, text_event("ok"), after=row.last_seq) == row.last_seq + 1
 
 
 def test_resumes_are_capped_then_the_turn_fails(maya, settings):

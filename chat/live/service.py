@@ -22,10 +22,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from chat.live.checkpoint import initial_checkpoint, resume_point
+from chat.live.checkpoint import initial_checkpoint
 from chat.live.configured import NOT_CONFIGURED, model_configured
-from chat.live.events import encode, notify_commit, sqlite_write_lock
+from chat.live.events import encode, notify_commit, sqlite_write_lock, turn_fail
 from chat.models import ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from citations.live_events import error_event, turn_event
 
 __all__ = [
     "ModelNotConfiguredError",
@@ -103,8 +104,8 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
                 raise QueueFullError()
             turn.checkpoint = initial_checkpoint(turn)
             turn.save(force_insert=True)
-            data = {"turn_id": str(turn.id), "session_id": str(session_id)}
-            LiveTurnEvent.objects.create(turn=turn, seq=1, event="turn", data=encode(data))
+            event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
+            LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
             notify_commit(turn.id)
     except IntegrityError:
         raise TurnConflictError(str(session_id)) from None
@@ -120,21 +121,21 @@ def _enqueue(turn: LiveTurn) -> None:
         run_live_turn.delay(str(turn.id))
     except Exception as error:  # kombu's OperationalError after the publish retries, a bad URL, ...
         logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
-        _fail(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
+        _fail_queued(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
         raise QueueUnavailableError(str(turn.id)) from None
 
 
-def _fail(turn_id: uuid.UUID, kind: str, message: str) -> None:
-    """End a queued or running turn with an `error` event after its last one (whoever runs it)."""
-    error = {"type": kind, "message": message}
+def _fail_queued(turn_id: uuid.UUID, kind: str, message: str) -> None:
+    """End a queued turn (no worker holds it) with an `error` event after its `turn` event."""
+    event = error_event(kind=kind, message=message)
     with sqlite_write_lock(), transaction.atomic():
-        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
+        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id, status=LiveTurnStatus.QUEUED).first()
         if turn is None:
             return
         seq = turn.last_seq + 1
-        LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event="error", data=encode({"error": error}))
+        LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event=event.name, data=encode(event))
         LiveTurn.objects.filter(pk=turn_id).update(
-            status=LiveTurnStatus.FAILED, error=error, last_seq=seq, finished_at=timezone.now()
+            status=LiveTurnStatus.FAILED, error=event.data["error"], last_seq=seq, finished_at=timezone.now()
         )
         notify_commit(turn_id)
 
@@ -159,16 +160,13 @@ def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
             )
             return token
         if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
-            # What a resume does to the event log: the events after the checkpoint go.
-            keep = resume_point(turn.checkpoint)
-            LiveTurnEvent.objects.filter(turn_id=turn_id, seq__gt=keep).delete()
-            LiveTurn.objects.filter(pk=turn_id).update(
-                worker_token=token, resume_count=F("resume_count") + 1, last_seq=keep
-            )
+            # The log is kept whole: the run goes on after its last id and rewinds
+            # what its checkpoint does not hold (chat.live.checkpoint.resume_rewind).
+            LiveTurn.objects.filter(pk=turn_id).update(worker_token=token, resume_count=F("resume_count") + 1)
             logger.info("turn %s taken over from a stopped worker", turn_id)
             return token
     logger.warning("turn %s: its workers stopped %d times; it fails", turn_id, turn.resume_count + 1)
-    _fail(turn_id, "interrupted", "This answer was interrupted too many times. Please try again.")
+    turn_fail(turn_id, kind="interrupted", message="This answer was interrupted too many times. Please try again.")
     return None
 
 

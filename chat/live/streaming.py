@@ -1,11 +1,13 @@
 """Tailing a turn's event log as SSE (docs/live.md).
 
 `event_stream(turn_id, after, asynchronous=...)` yields SSE frames for the
-events with id > `after`, then follows the turn until `done` or `error`. An
+events with id > `after`, then follows the turn until `done` or `error`. It
+starts with `retry:` (once per stream; docs/live.md#the-wire-format). An
 async generator for ASGI (no thread held while waiting), a plain generator
 for WSGI (runserver, `live_server`): Django buffers whole any iterator of
-the other kind. A running turn whose worker stopped beating is resumed here
-(reconnect), by whichever process serves the stream.
+the other kind. A queued turn's stream sends `turn` at once, then
+keep-alives until a worker takes it. A stream holds no database connection
+while it waits: each read borrows one from the pool and returns it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from collections.abc import AsyncIterator, Iterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from chat.live.events import FINAL_EVENTS, events_after, format_sse, notifier, release_connection
+from chat.live.events import events_after, format_retry, format_sse, notifier, release_connection
 from chat.live.listener import ensure_listener
 from chat.models import ACTIVE_STATUSES, LiveTurn
+from citations.live_events import FINAL_EVENTS
 
 __all__ = ["event_stream"]
 
@@ -58,6 +61,7 @@ def _frames(rows: list[tuple[int, str, str]]) -> tuple[bytes, int, bool]:
 def sync_stream(turn_id: uuid.UUID, after: int) -> Iterator[bytes]:
     """The WSGI variant: blocks a thread per stream."""
     key, idle_since, wait = str(turn_id), time.monotonic(), _wait_seconds()
+    yield format_retry(settings.LIVE_SSE_RETRY_MS)
     while True:
         seen = notifier.version(key)
         rows, over = _poll(turn_id, after)
@@ -84,6 +88,7 @@ async def async_stream(turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
     poll = sync_to_async(_poll, thread_sensitive=False)
     key, idle_since = str(turn_id), time.monotonic()
     wait = await sync_to_async(_wait_seconds, thread_sensitive=False)()
+    yield format_retry(settings.LIVE_SSE_RETRY_MS)
     while True:
         seen = notifier.version(key)
         rows, over = await poll(turn_id, after)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [  # noqa: RUF012
-        ("chat", "0005_live_turns"),
+        ("chat", "0006_live_turn_stop_reason"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
