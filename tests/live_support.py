@@ -176,12 +176,24 @@ def database_url() -> str:
 
 
 class ServerProcess:
-    """`uvicorn silvia.asgi:application` in its own process, on the test database."""
+    """`uvicorn silvia.asgi:application` in its own process, on the test database, with a job-engine worker.
+
+    The worker is the Procfile's `worker:` line on the embedded broker in a
+    folder of this server's own (docs/job-engine.md), so turns posted to
+    this server run. `kill()` SIGKILLs the web process only.
+    """
 
     def __init__(self, env: dict[str, str]) -> None:
+        import tempfile
+
+        from tests.procfile import ProcfileProcess
+
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        full_env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_DEBUG": "false", **env}
+        self.folder = Path(tempfile.mkdtemp(prefix="silvia-test-server-"))
+        broker = {"CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(self.folder / "broker")}
+        full_env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_DEBUG": "false", **broker, **env}
+        self.worker = ProcfileProcess("worker", full_env, self.folder / "worker.log")
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -200,6 +212,11 @@ class ServerProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        try:
+            self.worker.wait_until(" ready.")
+        except RuntimeError:
+            self.stop()
+            raise
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -219,12 +236,16 @@ class ServerProcess:
         self.process.wait(10)
 
     def stop(self) -> None:
+        import shutil
+
         if self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self.worker.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def record_of(steps: list[dict[str, Any]], *, user: Any, message: str) -> dict[str, Any]:

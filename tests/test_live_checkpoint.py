@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from chat.live.checkpoint import TurnState, load_state, resume_rewind
-from chat.tasks import run_live_turn
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.tasks import run_live_turn
 from citations.assembler import TurnAssembler
 from citations.live_events import EventName
 from tests.live_support import SQL_OUTPUTS, cite, script, step, text, tool_use, wait_for_turns

@@ -18,8 +18,8 @@ from rest_framework.authtoken.models import Token
 
 from chat.live.events import LostTurnError, append_event
 from chat.live.service import turn_acquire
-from citations.live_events import text_event
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from citations.live_events import text_event
 from tests.live_support import SSEClient, apply_rewind, cite, database_url, script, step, text, tool_use
 from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
 
@@ -301,7 +301,11 @@ def test_killed_after_the_client_read_past_the_checkpoint_a_different_answer_rew
     second_web = stack.web()
     # The client reconnects where it stopped, to another web process.
     again = SSEClient(
-        second_web.base_url, "GET", f"/api/chat/turns/{turn_id}/events", token, headers={"Last-Event-ID": str(first[-1][0])}
+        second_web.base_url,
+        "GET",
+        f"/api/chat/turns/{turn_id}/events",
+        token,
+        headers={"Last-Event-ID": str(first[-1][0])},
     )
     rest = again.events()
     again.close()

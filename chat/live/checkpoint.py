@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from chat.live.events import LostTurnError, sqlite_write_lock
-from chat.models import ChatLog, LiveTurn, LiveTurnStatus
+from chat.models import ChatLog, LiveTurn
 from citations.assembler import TurnAssembler, replay
 from citations.live_events import StreamEvent, rewind_event
 from citations.registry import CHECKPOINT_KEY, TurnRegistry
