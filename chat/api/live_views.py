@@ -29,7 +29,7 @@ from chat.live.service import (
     turn_start,
 )
 from chat.live.streaming import event_stream
-from chat.models import LiveTurn, LiveTurnStatus, PromptVersion
+from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
 from citations.turn import parse_uuid
 
 
@@ -173,6 +173,6 @@ class TurnEventsView(APIView):
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
             raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
         status, last_seq = turn
-        if status != LiveTurnStatus.RUNNING and int(raw) >= last_seq:
+        if status not in ACTIVE_STATUSES and int(raw) >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)
         return sse_response(request._request, turn_uuid, int(raw), view="events")
