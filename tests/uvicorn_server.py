@@ -60,12 +60,27 @@ def uvicorn_server(log_path: Path, env: dict[str, str], args: Sequence[str] = ()
 
     Waits until it accepts connections (at most 30 s); stops it at exit.
     Raises RuntimeError with the server's output when it does not start.
+    With a model in `env` (`ANTHROPIC_BASE_URL`), the Procfile's worker runs
+    beside it on an embedded broker next to `log_path`, so live turns run
+    (docs/job-engine.md); its output goes to `log_path` too.
     """
     port = _free_port()
     full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env}
+    worker = None
+    if env.get("ANTHROPIC_BASE_URL"):
+        from tests.procfile import ProcfileProcess
+
+        full_env.update({"CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(log_path.parent / "broker")})
+        log_path.write_bytes(b"")
+        worker = ProcfileProcess("worker", full_env, log_path)
+        try:
+            worker.wait_until(" ready.")
+        except RuntimeError:
+            worker.stop()
+            raise
     command = [sys.executable, "-m", "uvicorn", "silvia.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     command += args
-    with log_path.open("wb") as log:
+    with log_path.open("ab" if worker else "wb") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = Server(url=f"http://127.0.0.1:{port}", log_path=log_path, process=process)
     try:
@@ -88,6 +103,8 @@ def uvicorn_server(log_path: Path, env: dict[str, str], args: Sequence[str] = ()
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if worker is not None:
+            worker.stop()
 
 
 def raw_request(url: str, request: bytes) -> tuple[int, bytes]:
