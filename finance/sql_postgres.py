@@ -29,7 +29,7 @@ from psycopg import errors
 from psycopg.types.numeric import FloatLoader
 from psycopg.types.string import TextLoader
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.sql_guard import check_select
 from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names

@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.sql_values import fetch_rows, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, quote_ident, view_body
 

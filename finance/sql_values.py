@@ -11,7 +11,7 @@ from decimal import Decimal
 from itertools import chain, compress, repeat
 from typing import Any
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 
 
 def json_safe(value: Any) -> Any:

@@ -21,13 +21,13 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from chat.tools.base import ToolError
 from chat.tools.egress import EgressAllowlist
 from chat.tools.python import MAX_FILE_BYTES, ExecutePythonTool, execute_python_tool
 from chat.tools.registry import configured_tools
 from chat.tools.sandbox import SandboxUnavailable, find_sandbox
 from citations.citable import to_citable_content
 from citations.targets import MarketDataTarget
+from citations.tools import ToolError
 from tests.sandbox_support import QUOTE, FinnhubStandIn, Trap, make_certificate, processes_with, the_sandbox
 
 MB = 1024 * 1024

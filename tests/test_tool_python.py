@@ -12,11 +12,11 @@ import time
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.base import ToolError, ToolExecutor
 from chat.tools.egress import EgressAllowlist
 from chat.tools.python import ExecutePythonTool, execute_python_tool
 from citations.citable import to_citable_content
 from citations.targets import AnalysisTarget, MarketDataTarget
+from citations.tools import ToolError, ToolExecutor
 from tests.sandbox_support import processes_with, the_sandbox
 
 MB = 1024 * 1024
