@@ -78,7 +78,7 @@ def status_literals(source: str) -> list[tuple[int, str]]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and any(_is_status_name(target) for target in targets):
                 found.extend(literal for inner in ast.walk(node.value) for literal in _status_literals(inner))
-    return sorted({(literal.lineno, literal.value) for literal in found})
+    return sorted({(literal.lineno, str(literal.value)) for literal in found})
 
 
 def _modules() -> list[str]:

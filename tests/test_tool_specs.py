@@ -1,4 +1,4 @@
-"""Each tool declared once (citations.tools.ToolSpec, listed in citations.citable.TOOL_SPECS): the code, the
+"""Each tool declared once (citations.citable.ToolSpec, listed in citations.citable.TOOL_SPECS): the code, the
 prompt and the docs read it or are held to it here (docs/tools.md#one-spec-per-tool)."""
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from citations.citable import (
     LIBRARY_SPECS,
     SEARCH_WEB,
     TOOL_SPECS,
+    ToolSpec,
     to_citable_content,
     tool_spec,
 )
 from citations.corpus import CORPUS_FOLDERS
-from citations.tools import ToolExecutor, ToolSpec
+from citations.tools import ToolExecutor
 from citations.turn import TurnRecordError
 from finance.sql_tool import ExecuteSqlTool
 
@@ -71,21 +72,15 @@ def test_a_tool_name_is_spelled_once_in_the_code():
 
 
 def test_the_tool_protocol_is_pure():
-    """citations/tools.py sits below both apps: at run time it imports the standard library only."""
+    """citations/tools.py sits below both apps and imports the standard library only."""
     tree = ast.parse((ROOT / "citations" / "tools.py").read_text(encoding="utf-8"))
-    type_only = {
-        id(inner)
-        for node in tree.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-        for inner in ast.walk(node)
-    }
     imported = {
         (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in type_only
+        if isinstance(node, ast.Import | ast.ImportFrom)
         for alias in node.names
     }
-    assert imported == {"__future__", "copy", "collections.abc", "dataclasses", "typing"}
+    assert imported == {"__future__", "typing"}
 
 
 # --- what the model is shown ----------------------------------------------------

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.conf import settings
 
-from citations.citable import LIBRARIES, TOOL_SPECS, Library
+from citations.citable import LIBRARIES, TOOL_SPECS, Library, ToolSpec
 from citations.corpus import CorpusPathError, read_corpus_document
-from citations.tools import ToolError, ToolSpec
+from citations.tools import ToolError
 
 __all__ = ["LibraryReader", "library_readers"]
 

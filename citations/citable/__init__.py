@@ -1,6 +1,6 @@
 """Citable content: tool output -> `search_result` blocks with targets (docs/citable.md), and the tools' specs.
 
-Each tool is declared once, by a `citations.tools.ToolSpec` in the module
+Each tool is declared once, by a `ToolSpec` (`spec.py`) in the module
 of its block rule (`sql`, `python`, `library`, `web`), and listed once, in
 `TOOL_SPECS` (docs/tools.md#one-spec-per-tool). `blocks` holds what the
 rules share (`SearchResult`, tickers, URLs).
@@ -33,6 +33,7 @@ from citations.citable.blocks import (
 )
 from citations.citable.library import LIBRARIES, LIBRARY_SOURCE_PREFIXES, LIBRARY_SPECS, LIBRARY_TOOLS, Library
 from citations.citable.python import EXECUTE_PYTHON
+from citations.citable.spec import ToolSpec
 from citations.citable.sql import (
     ACCOUNT_SOURCE_PREFIX,
     EMPTY_ROWS_TEXT,
@@ -44,7 +45,6 @@ from citations.citable.sql import (
     render_sql_row,
 )
 from citations.citable.web import SEARCH_WEB, SEARCH_WEB_SOURCE, SEARCH_WEB_TITLE
-from citations.tools import ToolSpec
 
 __all__ = [
     "ACCOUNT_SOURCE_PREFIX",
@@ -72,6 +72,7 @@ __all__ = [
     "Library",
     "RowTexts",
     "SearchResult",
+    "ToolSpec",
     "is_http_url",
     "render_sql_row",
     "to_citable_content",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from citations.citable.blocks import SearchResult, is_http_url, nonblank_str
+from citations.citable.spec import ToolSpec
 from citations.json_checks import expect
 from citations.targets import CardDocumentTarget, CitationTarget, MortgageReferenceTarget, TaxReferenceTarget
-from citations.tools import ToolSpec
 from citations.urls import humanize_citation_url
 
 __all__ = [

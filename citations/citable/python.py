@@ -28,9 +28,9 @@ from citations.citable.blocks import (
     nonblank_str,
     valid_ticker,
 )
+from citations.citable.spec import ToolSpec
 from citations.json_checks import expect, optional_str
 from citations.targets import MarketDataTarget, WebTarget
-from citations.tools import ToolSpec
 
 __all__ = ["EXECUTE_PYTHON", "check_python_output", "python_blocks"]
 

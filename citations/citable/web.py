@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from citations.citable.blocks import Collector, SearchResult, is_http_url, nonblank_str
+from citations.citable.spec import ToolSpec
 from citations.json_checks import expect, optional_str
 from citations.targets import WebTarget
-from citations.tools import ToolSpec
 
 __all__ = ["SEARCH_WEB", "SEARCH_WEB_SOURCE", "SEARCH_WEB_TITLE", "check_search_web_output", "search_web_blocks"]
 
