@@ -1,0 +1,49 @@
+"""Offsets in UTF-16 code units: the unit of every inline citation's `start`/`end` (docs/turns.md).
+
+A stored answer is a Python `str` (code points); its citation spans count
+UTF-16 code units, what JavaScript's `length` counts: a character outside the
+Basic Multilingual Plane (an emoji, 𝄞) is two units, a surrogate pair. Every
+module that turns a span into text asks here. Pure, and nothing raises on any
+`str`: a lone surrogate (which a stored answer cannot hold) counts as one unit.
+"""
+
+from __future__ import annotations
+
+__all__ = ["utf16_boundaries", "utf16_length", "utf16_slice", "utf16_splits_character"]
+
+
+def utf16_length(text: str) -> int:
+    """Length of `text` in UTF-16 code units (what JavaScript's `length` counts)."""
+    # Characters outside the BMP take two units; count them instead of encoding.
+    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+
+
+def utf16_boundaries(text: str) -> dict[int, int]:
+    """UTF-16 offset -> index into `text`, for every offset between two characters.
+
+    Holds 0 and `utf16_length(text)`; an offset inside a surrogate pair is
+    absent (it names no place in `text`).
+    """
+    bounds, units = {0: 0}, 0
+    for index, char in enumerate(text, 1):
+        units += 2 if ord(char) > 0xFFFF else 1
+        bounds[units] = index
+    return bounds
+
+
+def utf16_splits_character(text: str, offset: int) -> bool:
+    """Whether `offset` (UTF-16 units) falls between the two halves of a surrogate pair of `text`."""
+    return 0 < offset < utf16_length(text) and offset not in utf16_boundaries(text)
+
+
+def utf16_slice(text: str, start: int, end: int) -> str | None:
+    """`text[start:end]` counted in UTF-16 code units (end exclusive), or None.
+
+    None when the span is not `0 <= start <= end <= utf16_length(text)`. A
+    bound inside a surrogate pair yields U+FFFD for the split half instead of
+    raising.
+    """
+    units = text.encode("utf-16-le", errors="surrogatepass")
+    if not 0 <= start <= end <= len(units) // 2:
+        return None
+    return units[start * 2 : end * 2].decode("utf-16-le", errors="replace")
