@@ -29,7 +29,7 @@ from chat.models import ChatLog
 from chat.services import record_turn
 from citations.summary import classify_citation
 from citations.targets import TARGET_KINDS
-from citations.utf16 import utf16_slice
+from citations.utf16 import utf16_length, utf16_slice
 from tests.cases import load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
@@ -216,7 +216,7 @@ def test_columns_that_are_not_lists_render_labelled(staff_client):
     assert third.count("citation-kind-malformed") == 4  # 5, None, weather; "x" inline
     assert "target cannot be read" in third and "&quot;weather&quot;" in third
     assert "offsets missing or not integers" in third
-    assert "out of range (answer is 31 UTF-16 units)" in third
+    assert f"out of range (answer is {utf16_length(logs[0].response)} UTF-16 units)" in third
     assert third.count("out of range") == 2  # 2–999 and the reversed 4–1
 
 
