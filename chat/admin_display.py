@@ -201,18 +201,22 @@ def _is_offset(value: Any) -> bool:
 
 
 def _span(answer: Any, start: Any, end: Any) -> SpanView:
-    bounds = {"bounds": True, "start": _compact_json(start), "end": _compact_json(end)}
+    covered: str | None = None
     if not (_is_offset(start) and _is_offset(end)):
-        return SpanView(**bounds, note="offsets missing or not integers")
-    if not isinstance(answer, str):
-        return SpanView(**bounds, note="no answer text")
-    covered = utf16_slice(answer, start, end)
-    if covered is None:
-        return SpanView(**bounds, note=f"out of range (answer is {utf16_length(answer)} UTF-16 units)")
-    if covered == "":
-        return SpanView(**bounds, note="empty span")
-    splits = utf16_splits_character(answer, start) or utf16_splits_character(answer, end)
-    return SpanView(**bounds, covered=_text(covered), note="a bound splits a character" if splits else "")
+        note = "offsets missing or not integers"
+    elif not isinstance(answer, str):
+        note = "no answer text"
+    elif (covered := utf16_slice(answer, start, end)) is None:
+        note = f"out of range (answer is {utf16_length(answer)} UTF-16 units)"
+    elif covered == "":
+        note = "empty span"
+    elif utf16_splits_character(answer, start) or utf16_splits_character(answer, end):
+        note = "a bound splits a character"
+    else:
+        note = ""
+    return SpanView(
+        True, _compact_json(start), _compact_json(end), covered=_text(covered) if covered else None, note=note
+    )
 
 
 def _cell(entry: Any, key: str) -> Any:

@@ -46,7 +46,7 @@ def change_url(log: ChatLog) -> str:
     return f"{LIST_URL}{log.pk}/change/"
 
 
-def cite(source: str, target: dict | None = None, *, title: str = "t", cited_text: str = "c", **extra) -> dict:
+def cite(source: str, target: dict | None = None, *, title: str | None = "t", cited_text: str = "c", **extra) -> dict:
     entry = {"source": source, "title": title, "cited_text": cited_text, **extra}
     if target is not None:
         entry["target"] = target
@@ -847,14 +847,20 @@ class _Elements(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.elements: list[tuple[str, dict]] = []
         self.link_texts: list[str] = []
+        self.in_link = False
 
     def handle_starttag(self, tag, attrs):
         self.elements.append((tag, dict(attrs)))
         if tag == "a":
             self.link_texts.append("")
+            self.in_link = True
+
+    def handle_endtag(self, tag):
+        if tag == "a":
+            self.in_link = False
 
     def handle_data(self, data):
-        if self.elements and self.elements[-1][0] == "a" and self.link_texts:
+        if self.in_link:
             self.link_texts[-1] += data
 
 
