@@ -118,10 +118,12 @@ class AccountView:
 
 @dataclass(frozen=True, slots=True)
 class TargetView:
-    """One citation's target: `untyped`; `unreadable` (a `note` and the stored
-    `raw_json`); `account` or `accounts` (`accounts`); `ticker`; `url` (`link`,
-    None for a corpus document); `none` (the kind says it all)."""
+    """One citation's target, its `kind` as `classify_citation` says, shown as:
+    `untyped`; `unreadable` (a `note` and the stored `raw_json`); `account` or
+    `accounts` (`accounts`); `ticker`; `url` (`link`, None for a corpus
+    document); `none` (the kind says it all)."""
 
+    kind: str
     shape: Literal["untyped", "unreadable", "account", "accounts", "ticker", "url", "none"]
     note: str = ""
     raw_json: str = ""
@@ -179,20 +181,22 @@ def _text(text: Any) -> TextView:
 def _target(entry: Any) -> TargetView:
     kind, target = citation_state(entry)
     if kind == UNTYPED:
-        return TargetView("untyped")
+        return TargetView(kind, "untyped")
     if target is None:
         raw = entry.get("target") if isinstance(entry, dict) else entry
         note = "not a citation object" if not isinstance(entry, dict) else "target cannot be read"
-        return TargetView("unreadable", note=note, raw_json=_compact_json(raw))
+        return TargetView(kind, "unreadable", note=note, raw_json=_compact_json(raw))
     if isinstance(target, AccountTarget):
-        return TargetView("account", accounts=(AccountView(target.account_id, target.provider),))
+        return TargetView(kind, "account", accounts=(AccountView(target.account_id, target.provider),))
     if isinstance(target, AccountsTarget):
-        return TargetView("accounts", accounts=tuple(AccountView(r.account_id, r.provider) for r in target.accounts))
+        return TargetView(
+            kind, "accounts", accounts=tuple(AccountView(r.account_id, r.provider) for r in target.accounts)
+        )
     if isinstance(target, MarketDataTarget):
-        return TargetView("ticker", ticker=target.ticker)
+        return TargetView(kind, "ticker", ticker=target.ticker)
     if hasattr(target, "url"):  # web and the three library kinds
-        return TargetView("url", link=_link(target.url) if target.url is not None else None)
-    return TargetView("none")  # analysis, portfolio
+        return TargetView(kind, "url", link=_link(target.url) if target.url is not None else None)
+    return TargetView(kind, "none")  # analysis, portfolio
 
 
 def _is_offset(value: Any) -> bool:
@@ -225,11 +229,12 @@ def _cell(entry: Any, key: str) -> Any:
 
 def _row(number: int, entry: Any, span: SpanView | None) -> RowView:
     source, title = _cell(entry, "source"), _cell(entry, "title")
+    target = _target(entry)
     return RowView(
         number=number,
-        badge=_badge(citation_state(entry)[0]),
+        badge=_badge(target.kind),
         span=span,
-        target=_target(entry),
+        target=target,
         source=source if source is None or isinstance(source, str) else _compact_json(source),
         title=None if title is None else _text(title),
         cited_text=_text(_cell(entry, "cited_text")),
@@ -255,9 +260,9 @@ _LABELS = ("#", "kind", "target", "source", "title", "cited text")
 
 
 def _table(column: Any, labels: Sequence[str], rows: Sequence[RowView], empty: str) -> SafeString:
-    return _render(
-        "table.html", odd=_not_a_list(column), odd_json=_compact_json(column), labels=labels, rows=rows, empty=empty
-    )
+    odd = _not_a_list(column)
+    odd_json = _compact_json(column) if odd else ""
+    return _render("table.html", odd=odd, odd_json=odd_json, labels=labels, rows=rows, empty=empty)
 
 
 # -- the public builders -----------------------------------------------------------
