@@ -176,8 +176,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from chat.live.recorded_model import RecordedModelServer
     from chat.models import ChatLog, ChatSession, LiveTurn, LiveTurnEvent
+    from devtools.recorded_model import RecordedModelServer
 
     user = get_user_model().objects.create_user("bench")
     token = Token.objects.create(user=user).key

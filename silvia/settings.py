@@ -6,6 +6,7 @@ required, and every `check --deploy` item is set from the environment
 (docs/deploying.md). `.env.example` lists the variables; docs/configuration.md explains them.
 """
 
+import importlib.util
 from pathlib import Path
 
 import environ
@@ -64,6 +65,10 @@ INSTALLED_APPS = [
     "pages",
     "finance",
 ]
+# Development tools (devtools/: the recorded model and `serve_recorded_model`): installed with DEBUG on
+# when the package is present. A production install leaves the folder out (docs/deploying.md).
+if DEBUG and importlib.util.find_spec("devtools") is not None:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     # First: a control character in a path, query, header or cookie never reaches anything else.
@@ -225,7 +230,7 @@ FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")
 
 # Live turns (docs/live.md, docs/configuration.md). The SDK reads no other
 # variable: these are passed to it explicitly. ANTHROPIC_BASE_URL points the
-# SDK at the recorded model (`python manage.py serve_recorded_model`).
+# SDK at the recorded model (`python manage.py serve_recorded_model`, devtools/).
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")

@@ -58,9 +58,9 @@ def collected_static(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def recorded_model_server(django_db_setup, django_db_blocker):
-    """The recorded model (`chat.live.recorded_model`), one server for the session."""
+    """The recorded model (`devtools.recorded_model`), one server for the session."""
     from chat.live.listener import stop_listener
-    from chat.live.recorded_model import RecordedModelServer
+    from devtools.recorded_model import RecordedModelServer
 
     server = RecordedModelServer().start()
     yield server
