@@ -16,8 +16,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 #: The apps, lowest first. `citations` is the pure domain and imports nothing
-#: of ours; `silvia` (settings, URLs) sits on top and may import any app.
-LAYERS = ("citations", "finance", "chat", "pages", "silvia")
+#: of ours; `silvia` (settings, URLs) may import any app; `devtools` (the
+#: recorded model) is development only, so no app imports it
+#: (docs/deploying.md#what-a-production-install-leaves-out).
+LAYERS = ("citations", "finance", "chat", "pages", "silvia", "devtools")
 #: Folders of Python that are not apps and may import any of them.
 NOT_APPS = frozenset({"tests", "bench"})
 
