@@ -11,7 +11,8 @@ Runs, each in its own process, printing its figures as it goes:
 5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 6. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
-8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers).
+8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers);
+9. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record.
 
 get_session, list_sessions, import_turns and backfill need PostgreSQL.
 
@@ -140,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     results.append(_run("live_turns: 20 concurrent SSE turns vs the SDK read straight, SQLite", live))
     if reason is None:
         results.append(_run("live_turns: the same, PostgreSQL", [*live, "--database-url", server_url]))
+
+    results.append(
+        _run("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])
+    )
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

@@ -219,6 +219,13 @@ def import_user(username: str, *, create: bool, where: str) -> AbstractBaseUser:
     return user
 
 
+def _metrics() -> Any:
+    # Imported with the first record counted, not with this module (docs/metrics.md).
+    from chat import metrics
+
+    return metrics
+
+
 @dataclass(frozen=True, slots=True)
 class _Pending:
     where: str
@@ -263,6 +270,7 @@ class TurnImporter:
     def fail(self, where: str, message: str) -> None:
         """Count and report a record that could not be read."""
         self.counts["failed"] += 1
+        _metrics().turns_imported(outcome="failed")
         self.report(f"{where}: {message}")
 
     def add(self, record: Any, where: str) -> None:
@@ -328,8 +336,10 @@ class TurnImporter:
             self.fail(item.where, f"{outcome[1]}: {outcome[2]}")
         elif outcome == "skipped":
             self.counts["skipped"] += 1
+            _metrics().turns_imported(outcome="skipped")
         else:
             self.counts["imported"] += 1
+            _metrics().turns_imported(outcome="imported")
             self.skipped_types.update(item.prepared.skipped_citations)
             # Freshly assembled: a target, when present, is one the registry
             # wrote (valid by construction), so its kind needs no parsing.

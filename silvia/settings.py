@@ -36,8 +36,8 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # HTTPS (each one a `check --deploy` item; docs/deploying.md "The environment" sets them all).
 # Off by default so that `make run` and the tests work over plain HTTP.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
-# A load balancer probes /healthz over plain HTTP.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Load balancers and Prometheus call these over plain HTTP, inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
@@ -200,7 +200,17 @@ CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examp
 # and account path segments never reach a handler), and uvicorn's own loggers
 # go through these handlers too. See silvia/logging_config.py.
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
-LOGGING = build_logging(LOG_LEVEL)
+# The access log (uvicorn's and runserver's request lines): `false` turns it off, as uvicorn's
+# `--no-access-log` does (which the logging config honours too).
+ACCESS_LOG = env.bool("DJANGO_ACCESS_LOG", default=True)
+LOGGING = build_logging(LOG_LEVEL, access_log=ACCESS_LOG)
+
+# Operations (docs/metrics.md, docs/deploying.md#health-and-readiness).
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it is a 404.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# What /readyz checks: {name: dotted path of a callable that raises when its part is unreachable}
+# (silvia/readiness.py). The job engine's check plugs in here.
+READINESS_CHECKS = {"database": "silvia.readiness.database"}
 
 # Tools a live turn can use (docs/tools.md). A tool that
 # is not configured is not offered to the model.

@@ -46,9 +46,13 @@ _EVENTS = (
 )
 
 
-def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> StreamingHttpResponse:
-    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI."""
+def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int, *, view: str) -> StreamingHttpResponse:
+    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI.
+    Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md)."""
+    from chat.metrics import count_open_stream  # with the first stream, not at start-up
+
     stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
+    stream = count_open_stream(stream, view=view)
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
@@ -95,7 +99,7 @@ class TurnCreateView(APIView):
             raise NotFound() from None
         except TurnConflictError:
             return Response({"detail": "This session already has a turn running."}, status=409)
-        return sse_response(request._request, turn.id, 0)
+        return sse_response(request._request, turn.id, 0, view="turn")
 
 
 class TurnEventsView(APIView):
@@ -123,4 +127,4 @@ class TurnEventsView(APIView):
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
             raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
-        return sse_response(request._request, turn_uuid, int(raw))
+        return sse_response(request._request, turn_uuid, int(raw), view="events")

@@ -139,7 +139,7 @@ def wait_for_workers(timeout: float = 30.0) -> bool:
 
 
 def _work(turn_id: uuid.UUID, token: uuid.UUID) -> None:
-    from chat.live.runner import run_turn  # imported at startup by ChatConfig.ready; here to avoid a cycle
+    from chat.live.runner import run_turn  # here, not at import: the SDK is only a turn's (and avoids a cycle)
 
     try:
         run_turn(turn_id, token)
