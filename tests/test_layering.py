@@ -20,8 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: recorded model) is development only, so no app imports it
 #: (docs/deploying.md#what-a-production-install-leaves-out).
 LAYERS = ("citations", "finance", "chat", "pages", "silvia", "devtools")
-#: Folders of Python that are not apps and may import any of them.
-NOT_APPS = frozenset({"tests", "bench"})
+#: Folders of Python that are not apps and may import any of them: the
+#: tests, the benchmarks, and the dependency lock script.
+NOT_APPS = frozenset({"tests", "bench", "requirements"})
 
 #: Known imports that run back up, as (importing app, imported module). Each
 #: names the work that removes it; the test fails when an entry is no longer
