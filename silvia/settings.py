@@ -181,6 +181,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Chat sessions of the finance assistant, each citation with its typed target.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Every operation answers 401 without credentials: documented once, for all (chat/api/schema.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.api.schema.document_401"],
 }
 
 # Limits of a turn record (docs/running.md "Importing turns"): refusals name the limit.
@@ -256,6 +258,8 @@ LIVE_TURN_HEARTBEAT_SECONDS = env.float("LIVE_TURN_HEARTBEAT_SECONDS", default=5
 LIVE_TURN_STALE_SECONDS = env.float("LIVE_TURN_STALE_SECONDS", default=30.0)
 # How often a stream re-reads the event log when no wake-up came (SQLite across processes).
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
+# The `retry:` each event stream starts with: how long an EventSource waits before it reconnects.
+LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (chat.tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from citations.assembler import assemble_record
 from citations.citable import to_citable_content
 from citations.corpus import CORPUS_FOLDERS, read_corpus_document
-from citations.turn import assemble_turn, parse_turn_record
+from citations.turn import parse_turn_record
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TURN_FILES = sorted((EXAMPLES / "turns").glob("*.json"))
@@ -107,7 +108,7 @@ def test_reader_calls_return_the_example_corpus(name, index, record):
 @pytest.mark.parametrize(("name", "index", "record"), RECORDS, ids=RECORD_IDS)
 def test_example_assembles_and_cites_only_its_own_sources(name, index, record):
     turn = parse_turn_record(record)
-    assemble_turn(turn.events)  # must not raise
+    assemble_record(turn.events)  # must not raise
     written: set[str] = set()
     cursor = 0
     for position, citation in _citations(record):
@@ -125,7 +126,7 @@ def test_examples_produce_every_target_kind_and_each_edge_case():
     kinds: set[str] = set()
     untyped = skipped = null_titles = 0
     for _, _, record in RECORDS:
-        assembled = assemble_turn(parse_turn_record(record).events)
+        assembled = assemble_record(parse_turn_record(record).events)
         for citation in assembled.inline_citations:
             if "target" in citation:
                 kinds.add(citation["target"]["kind"])
