@@ -12,7 +12,9 @@ Runs, each in its own process, printing its figures as it goes:
 6. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
 8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers);
-9. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record.
+9. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record;
+10. `sandbox.py --runs 10`: an `execute_python` call in its sandbox vs unconfined, and
+    SQLite's guarded `printf` vs its own.
 
 get_session, list_sessions, import_turns and backfill need PostgreSQL.
 
@@ -141,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     results.append(_run("live_turns: 20 concurrent SSE turns vs the SDK read straight, SQLite", live))
     if reason is None:
         results.append(_run("live_turns: the same, PostgreSQL", [*live, "--database-url", server_url]))
+    results.append(
+        _run("sandbox: execute_python sandboxed vs unconfined; guarded printf vs SQLite's", ["bench/sandbox.py"])
+    )
 
     results.append(
         _run("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])
