@@ -14,9 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from citations.utf16 import utf16_length  # the one UTF-16 module; re-exported here
-
-__all__ = ["REPLACEMENT", "storable_json", "storable_text", "text_problem", "utf16_length"]
+__all__ = ["REPLACEMENT", "storable_json", "storable_text", "text_problem"]
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")

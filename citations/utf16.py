@@ -9,7 +9,13 @@ module that turns a span into text asks here. Pure, and nothing raises on any
 
 from __future__ import annotations
 
-__all__ = ["utf16_boundaries", "utf16_length", "utf16_slice", "utf16_splits_character"]
+import bisect
+import re
+from collections.abc import Callable
+
+__all__ = ["utf16_index", "utf16_length", "utf16_slice", "utf16_splits_character"]
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def utf16_length(text: str) -> int:
@@ -18,17 +24,25 @@ def utf16_length(text: str) -> int:
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 
 
-def utf16_boundaries(text: str) -> dict[int, int]:
-    """UTF-16 offset -> index into `text`, for every offset between two characters.
+def utf16_index(text: str) -> Callable[[int], int | None]:
+    """A function from a UTF-16 offset in `text` to its `str` index: None past the ends or inside a pair.
 
-    Holds 0 and `utf16_length(text)`; an offset inside a surrogate pair is
-    absent (it names no place in `text`).
+    Characters outside the BMP take two units: the k-th of them starts at
+    unit `index + k`, so one bisect over their positions converts an offset
+    (no table per character: a page converts every span of every answer).
     """
-    bounds, units = {0: 0}, 0
-    for index, char in enumerate(text, 1):
-        units += 2 if ord(char) > 0xFFFF else 1
-        bounds[units] = index
-    return bounds
+    starts = [match.start() + k for k, match in enumerate(_ASTRAL.finditer(text))]
+    units = len(text) + len(starts)
+
+    def index(offset: int) -> int | None:
+        if not 0 <= offset <= units:
+            return None
+        before = bisect.bisect_left(starts, offset)  # pairs starting before `offset`
+        if before and starts[before - 1] + 1 == offset:
+            return None  # between the two halves of a pair
+        return offset - before
+
+    return index
 
 
 def utf16_splits_character(text: str, offset: int) -> bool:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from citations.utf16 import utf16_boundaries, utf16_length, utf16_slice, utf16_splits_character
+from citations.utf16 import utf16_index, utf16_length, utf16_slice, utf16_splits_character
 
 TEXT = "💳 ab𝄞c"  # 💳 and 𝄞 are two units each: 💳=0-2, " "=2, a=3, b=4, 𝄞=5-7, c=7
 
@@ -18,9 +18,17 @@ def test_length_counts_code_units(text, units):
     assert utf16_length(text) == units
 
 
-def test_boundaries_map_every_offset_between_two_characters():
-    assert utf16_boundaries(TEXT) == {0: 0, 2: 1, 3: 2, 4: 3, 5: 4, 7: 5, 8: 6}
-    assert utf16_boundaries("") == {0: 0}
+def _boundaries(text):
+    """utf16_index as a table: every offset that names a place between two characters."""
+    index = utf16_index(text)
+    return {offset: index(offset) for offset in range(utf16_length(text) + 1) if index(offset) is not None}
+
+
+def test_index_maps_every_offset_between_two_characters():
+    assert _boundaries(TEXT) == {0: 0, 2: 1, 3: 2, 4: 3, 5: 4, 7: 5, 8: 6}
+    assert _boundaries("") == {0: 0}
+    index = utf16_index(TEXT)
+    assert [index(offset) for offset in (-1, 1, 6, 9)] == [None, None, None, None]
 
 
 @pytest.mark.parametrize(
@@ -41,7 +49,7 @@ def test_a_bound_inside_a_pair_gives_the_replacement_character_for_the_split_hal
 def test_length_boundaries_and_splits_agree_with_the_utf16_encoding(text):
     encoded = text.encode("utf-16-le", errors="surrogatepass")
     assert utf16_length(text) == len(encoded) // 2
-    bounds = utf16_boundaries(text)
+    bounds = _boundaries(text)
     assert max(bounds) == utf16_length(text) and bounds[max(bounds)] == len(text)
     for offset in range(utf16_length(text) + 1):
         if offset in bounds:
@@ -51,7 +59,7 @@ def test_length_boundaries_and_splits_agree_with_the_utf16_encoding(text):
 
 @given(st.text(), st.integers(-2, 30), st.integers(-2, 30))
 def test_slice_between_boundaries_is_the_python_slice(text, start, end):
-    bounds = utf16_boundaries(text)
+    bounds = _boundaries(text)
     got = utf16_slice(text, start, end)
     if not 0 <= start <= end <= utf16_length(text):
         assert got is None
