@@ -11,7 +11,6 @@ turn stores is computed by `citations.assembler`; the Django side
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import orjson
 from citations.citable import tool_spec
 from citations.json_checks import TurnRecordError, expect, optional_str
 from citations.text import text_problem
+from citations.uuids import parse_uuid
 
 __all__ = [
     "AssistantEvent",
@@ -30,7 +30,6 @@ __all__ = [
     "TurnRecord",
     "TurnRecordError",
     "parse_turn_record",
-    "parse_uuid",
 ]
 
 PROMPT_VERSIONS = ("v5", "legacy")
@@ -79,18 +78,6 @@ class TurnRecord:
 
 
 # --- validation -------------------------------------------------------------
-
-
-def parse_uuid(value: object) -> uuid.UUID | None:
-    """`value` as a UUID when it is a string in the canonical 8-4-4-4-12 hex
-    form (either case), else None. Stricter than `uuid.UUID`, which also
-    takes braces, `urn:uuid:` and undashed hex: an id has one spelling."""
-    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
-        return uuid.UUID(value)
-    return None
-
-
-_CANONICAL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _uuid(value: object, path: str) -> uuid.UUID:

@@ -41,7 +41,7 @@ def sandbox():
 
 @pytest.fixture
 def tool(sandbox):
-    return ExecutePythonTool(sandbox=sandbox, timeout_seconds=5.0, cpu_seconds=2, memory_bytes=256 * MB)
+    return ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, cpu_seconds=2, memory_bytes=256 * MB)
 
 
 def run(tool: ExecutePythonTool, code: str) -> dict:
@@ -223,7 +223,7 @@ def test_without_a_finnhub_key_there_is_no_proxy_and_no_way_out(tool):
 
 
 def test_fork_bomb_stops_at_the_process_limit(sandbox):
-    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=5.0, max_processes=8)
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, max_processes=8)
     code = """\
         import json, os, time
         children = 0
@@ -284,7 +284,7 @@ def test_a_10_gb_file_stops_at_the_file_size_limit(tool):
 
 
 def test_many_files_stop_at_the_working_folders_size(sandbox):
-    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=5.0, disk_bytes=8 * MB)
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, disk_bytes=8 * MB)
     code = """\
         import json
         written = 0
