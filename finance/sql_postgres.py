@@ -34,7 +34,8 @@ from finance.sql_guard import check_select
 from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names
 
-_TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
+#: Types the tool reads as PostgreSQL's ISO text (JSON-ready); `bench/sql_tool.py`'s direct query reads them the same way.
+TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 _TOO_LARGE_MARK = "silvia: a row past the text cap"
 
 
@@ -95,7 +96,7 @@ def run_query(
             # JSON-ready values straight from the wire: numbers as float,
             # dates and times as PostgreSQL's ISO text.
             cursor.adapters.register_loader("numeric", FloatLoader)
-            for name in _TEXT_TYPES:
+            for name in TEXT_TYPES:
                 cursor.adapters.register_loader(name, TextLoader)
             first = first_batch(max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             try:
