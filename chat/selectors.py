@@ -15,6 +15,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
+from chat.precompiled import PrecompiledQuery
 from citations.turn import parse_uuid
 
 #: Most recently active first; the index `chat_sessions_user_order` serves it.
@@ -29,6 +30,44 @@ def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
     `message_count` to one page.
     """
     return ChatSession.objects.filter(user_id=user.pk).order_by(*SESSION_ORDER)
+
+
+#: The count of one user's sessions (`session_list_for_user(...).count()`), compiled once: it runs on
+#: every list request (bench/README.md, "empty list").
+_SESSION_COUNT = PrecompiledQuery(
+    lambda user_id: (
+        ChatSession.objects.filter(user_id=user_id)
+        .order_by()
+        .values("user_id")
+        .annotate(n=Count("pk"))
+        .values_list("n")
+    ),
+    marker=-424_242,  # user ids are positive
+)
+
+
+def session_count_for_user(*, user: AbstractBaseUser) -> int:
+    """`session_list_for_user(user=user).count()`, by one precompiled query (the same index). One query."""
+    rows = _SESSION_COUNT.rows(int(user.pk))
+    return int(rows[0][0]) if rows else 0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionListPages:
+    """The caller's sessions as a paginator reads them: `count()` and `page(bottom, top, fields)`.
+
+    `count()` is `session_count_for_user`; a page is
+    `sessions_with_message_counts` of `session_list_for_user[bottom:top]`,
+    as tuples of `fields`. Nothing is built until asked.
+    """
+
+    user: AbstractBaseUser
+
+    def count(self) -> int:
+        return session_count_for_user(user=self.user)
+
+    def page(self, bottom: int, top: int, fields: Sequence[str]) -> QuerySet[ChatSession, tuple]:
+        return sessions_with_message_counts(page=session_list_for_user(user=self.user)[bottom:top]).values_list(*fields)
 
 
 def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:

@@ -34,7 +34,7 @@ from finance.sql_guard import check_select
 from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names
 
-#: Types the tool reads as PostgreSQL's ISO text (JSON-ready); `bench/sql_tool.py`'s direct query reads them the same way.
+#: Types the tool reads as PostgreSQL's ISO text (JSON-ready); bench/sql_tool.py's direct query does the same.
 TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 _TOO_LARGE_MARK = "silvia: a row past the text cap"
 

@@ -22,6 +22,7 @@ without the other fails a test, not a request.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import uuid
@@ -31,14 +32,18 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils import timezone
 from rest_framework.renderers import JSONRenderer
+from rest_framework.serializers import Serializer
 
-from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer
+from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.models import ChatSession
 from chat.selectors import MessageCursor, SessionDetail, session_message_rows
 
 __all__ = [
+    "LIST_COLUMNS",
     "MESSAGE_COLUMNS",
     "SESSION_COLUMNS",
     "EncodedJSON",
@@ -46,6 +51,7 @@ __all__ = [
     "session_detail_chunks",
     "session_detail_etag",
     "session_detail_json",
+    "session_list_json",
 ]
 
 #: How a column's value becomes JSON: as is (orjson writes strings and UUIDs
@@ -72,6 +78,9 @@ MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("model", VERBATIM),
     ("created_at", DATETIME),
 )
+
+#: One entry of the sessions list, in `ChatSessionListSerializer` order (`message_count` is annotated).
+LIST_COLUMNS: tuple[tuple[str, str], ...] = (*SESSION_COLUMNS, ("message_count", VERBATIM))
 
 #: Rows per chunk of the body: about 2 MB of body for turns of 20 citations.
 CHUNK_ROWS = 250
@@ -103,6 +112,18 @@ class EncodedJSONRenderer(JSONRenderer):
 
 
 Converter = Callable[[Any], Any] | None
+
+
+@functools.cache
+def serializer_fields(serializer: type[Serializer[Any]]) -> Any:
+    """`serializer().fields`, built once per class (a model serializer introspects its model on every
+    instantiation); rebuilt after a settings change (DRF's field formats come from settings)."""
+    return serializer().fields
+
+
+@receiver(setting_changed)
+def _forget_fields(**kwargs: Any) -> None:
+    serializer_fields.cache_clear()
 
 
 def _converters(columns: tuple[tuple[str, str], ...], fields: Any) -> tuple[Converter, ...]:
@@ -163,7 +184,7 @@ def session_detail_chunks(
     otherwise fetched whole, which saves the cursor's round trips on a
     session known to be small.
     """
-    header_fields = ChatSessionDetailSerializer().fields
+    header_fields = serializer_fields(ChatSessionDetailSerializer)
     header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
     header = {
         name: value if convert is None or value is None else convert(value)
@@ -174,7 +195,7 @@ def session_detail_chunks(
     # `{...header...}` without its closing brace, then the messages list.
     yield _encode(header, header_values)[:-1] + b',"messages":['
     names = tuple(name for name, _ in MESSAGE_COLUMNS)
-    converters = _converters(MESSAGE_COLUMNS, ChatLogSerializer().fields)
+    converters = _converters(MESSAGE_COLUMNS, serializer_fields(ChatLogSerializer))
     queryset = session_message_rows(session=session, fields=names, after=after)
     rows = queryset.iterator(chunk_size=chunk_rows) if server_side else iter(queryset)
     chunk: list[tuple[Any, ...]] = []
@@ -197,6 +218,29 @@ def session_detail_chunks(
             first = False
             chunk = []
     yield b"]}"
+
+
+def session_list_json(
+    *, count: int, next_link: str | None, previous_link: str | None, rows: Iterable[tuple[Any, ...]]
+) -> EncodedJSON:
+    """The body of `GET /api/chat/sessions/`: DRF's page-number envelope around `ChatSessionListSerializer` entries.
+
+    `rows` are tuples of the `LIST_COLUMNS` values (the page, as
+    `chat.api.pagination.SessionPaginator` reads it); dates go through the
+    serializer's own `DateTimeField`, as in the detail.
+    """
+    names = tuple(name for name, _ in LIST_COLUMNS)
+    converters = _converters(LIST_COLUMNS, serializer_fields(ChatSessionListSerializer))
+    rows = list(rows)
+    results = [
+        {
+            name: value if convert is None or value is None else convert(value)
+            for name, convert, value in zip(names, converters, row, strict=True)
+        }
+        for row in rows
+    ]
+    body = {"count": count, "next": next_link, "previous": previous_link, "results": results}
+    return EncodedJSON(_encode(body, chain.from_iterable(rows)))
 
 
 def session_detail_json(*, session: ChatSession, after: MessageCursor | None = None) -> EncodedJSON:
