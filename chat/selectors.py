@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, DateTimeField, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import Count, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from chat.citation_queries import CitationCount
@@ -42,7 +43,7 @@ _SESSION_COUNT = PrecompiledQuery(
         .annotate(n=Count("pk"))
         .values_list("n")
     ),
-    marker=-424_242,  # user ids are positive
+    -424_242,  # user ids are positive
 )
 
 
@@ -125,6 +126,27 @@ class SessionDetail:
     after: MessageCursor | None
 
 
+def _session_detail(session_id: uuid.UUID, user_id: int, after: uuid.UUID) -> QuerySet[ChatSession, tuple]:
+    """The session row, its turns' count and latest `created_at`, and the `created_at` of turn `after`."""
+    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
+    return (
+        ChatSession.objects.filter(pk=session_id, user_id=user_id)
+        .annotate(
+            message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
+            last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
+            after_created_at=Subquery(ChatLog.objects.filter(pk=after, session=OuterRef("pk")).values("created_at")),
+        )
+        .values_list(*_SESSION_FIELDS, "message_count", "last_message_at", "after_created_at")
+    )
+
+
+_SESSION_FIELDS = tuple(field.attname for field in ChatSession._meta.concrete_fields)
+#: `_session_detail`, compiled once: the detail and its 304 run it on every request (bench/README.md, "304").
+_SESSION_DETAIL = PrecompiledQuery(_session_detail, uuid.UUID(int=0x5E55), -424_243, uuid.UUID(int=0xAF7E))
+#: No turn has this id: the `after` of a request without `?after=`.
+_NO_TURN = uuid.UUID(int=0)
+
+
 def session_detail_for_user(
     *, session_id: str | uuid.UUID, user: AbstractBaseUser, after: uuid.UUID | None = None
 ) -> SessionDetail | None:
@@ -133,22 +155,17 @@ def session_detail_for_user(
     session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
     if session_uuid is None:
         return None
-    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
-    queryset = ChatSession.objects.filter(pk=session_uuid, user_id=user.pk).annotate(
-        message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
-        last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
-        after_created_at=Subquery(ChatLog.objects.filter(pk=after, session=OuterRef("pk")).values("created_at"))
-        if after is not None
-        else Value(None, output_field=DateTimeField()),
-    )
-    session = queryset.first()
-    if session is None:
+    rows = _SESSION_DETAIL.rows(session_uuid, int(user.pk), after or _NO_TURN)
+    if not rows:
         return None
-    position = getattr(session, "after_created_at", None)
+    row = rows[0]
+    width = len(_SESSION_FIELDS)
+    session = ChatSession.from_db(DEFAULT_DB_ALIAS, _SESSION_FIELDS, row[:width])
+    message_count, last_message_at, position = row[width:]
     return SessionDetail(
         session=session,
-        message_count=getattr(session, "message_count", 0),
-        last_message_at=getattr(session, "last_message_at", None),
+        message_count=message_count,
+        last_message_at=last_message_at,
         after=MessageCursor(position, after) if position is not None and after is not None else None,
     )
 

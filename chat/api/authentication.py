@@ -18,7 +18,7 @@ _TOKEN_KEY = re.compile(r"[0-9a-f]{40}")
 #: The user owning a token key: DRF's lookup (`Token.user`, reverse `auth_token`), compiled once.
 _TOKEN_USER = PrecompiledQuery(
     lambda key: get_user_model()._default_manager.filter(auth_token__key=key),
-    marker="precompiled-token-key",
+    "precompiled-token-key",
 )
 
 
