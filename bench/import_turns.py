@@ -21,7 +21,7 @@ of the per-round ratios).
 Then `--json-mb` (0 skips): records up to about that size, written as one
 pretty-printed `.json` list and as `.jsonl`; each is imported into emptied
 tables, `--json-rounds` times in turns, and the import process's peak RSS
-is read (`wait4`). Goals: the `.json` list's peak memory at most 1.5x the
+is read (its VmHWM). Goals: the `.json` list's peak memory at most 1.5x the
 `.jsonl` import's, its time at most 2x.
 """
 
@@ -31,7 +31,6 @@ import argparse
 import copy
 import datetime as dt
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -91,24 +90,41 @@ def derived_records(count: int, seed: int = 3) -> list[dict[str, Any]]:
     return out
 
 
+def _peak_rss_mib(pid: int) -> float | None:
+    """The process's peak resident memory so far (VmHWM), MiB; None once it has exited."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def run_import(django_url: str, path: Path) -> tuple[float, str, float]:
-    """`manage.py import_turns PATH` in a child process: (seconds, its summary line, its peak RSS in MiB)."""
+    """`manage.py import_turns PATH` in a child process: (seconds, its summary line, its peak RSS in MiB).
+
+    The peak is the child's own VmHWM, read every 10 ms while it runs (it only
+    grows). Not `wait4`'s ru_maxrss: Linux carries the forking parent's peak
+    into it, and this process holds the records.
+    """
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "import_turns", str(path)], cwd=ROOT, env=django_env(django_url),
             stdout=out, stderr=err,
         )  # fmt: skip
-        # wait4 gives this child's own peak RSS (ru_maxrss, KiB on Linux).
-        _, status, usage = os.wait4(process.pid, 0)
+        peak = 0.0
+        while process.poll() is None:
+            peak = max(peak, _peak_rss_mib(process.pid) or 0.0)
+            time.sleep(0.01)
         elapsed = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
     if process.returncode != 0:
         raise RuntimeError(f"import_turns failed: {stderr[-2000:]}")
-    return elapsed, stdout.strip().splitlines()[-1], usage.ru_maxrss / 1024
+    return elapsed, stdout.strip().splitlines()[-1], peak
 
 
 def empty_tables(conninfo: str) -> None:
