@@ -54,7 +54,9 @@ def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
         return False
 
 
-FIRST_BATCH = 128
+#: Rows of the first batch (PostgreSQL fetches it in the setup's round trip), unless the text cap
+#: allows fewer: a result up to this size costs no second round trip (bench/README.md, sql_tool).
+FIRST_BATCH = 1024
 MAX_BATCH = 4096
 
 
