@@ -14,6 +14,10 @@ The walls, outermost first:
    filtered by row-level security to `user_id = finance_sql_scope_user()`,
    a SECURITY DEFINER function that reads the scope row. With no scope row
    (or more than one) it is NULL and the views are empty.
+
+Raw SQL by necessity (issue 23): the ORM has no `set_config`, `DECLARE`/
+`FETCH` or pipeline, and the model's own SELECT is the query being run.
+Each statement names its benchmark line: bench/README.md, "sql_tool".
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ def run_query(
                 # A server-side cursor in this transaction: rows come in
                 # batches and the text cap is checked after each, so a huge
                 # result stops before it is in memory (sql_values.fetch_rows).
+                # Raw: bench/README.md "sql_tool" (one round trip for scope, settings, cursor, first rows).
                 with raw.pipeline():
                     setup.execute(
                         "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
@@ -139,7 +144,7 @@ def run_query(
                     if left < timeout[0] * 0.9:
                         timeout[0] = left
                         setup.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
-                    cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")
+                    cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")  # bench "sql_tool"
                     return cursor.fetchall()
 
                 rows = fetch_rows(fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
