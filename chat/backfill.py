@@ -7,8 +7,8 @@ that the migration can pass its historical model (`apps.get_model`). It
 reads through the ORM (`values_list`, the JSON as its stored text, so no
 model is instantiated), and writes each batch with one raw statement: the
 ORM's `bulk_update` builds a `CASE` with every value quoted in Python and
-measured 1.8x the time of the raw write for the same 1,000 rows
-(bench/README.md, "backfill", ORM line).
+measured twice the time of the raw write for the same rows
+(bench/orm_vs_raw.py, "backfill write").
 
 One batch, at most `batch_size` rows in primary-key order after the last one:
 
@@ -400,7 +400,7 @@ class _Table:
         qn = self.connection.ops.quote_name
         definitions = ", ".join(f"{qn(_column(f))} {f.cast_db_type(self.connection)}" for f in self.written)
         assignments = ", ".join(f"{qn(name)} = v.{qn(name)}" for name in names[1:])
-        # Raw: bench/README.md "backfill", ORM line (bulk_update: 1.8x).
+        # Raw: bench/orm_vs_raw.py "backfill write" (bulk_update: 2x).
         with self.connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {self.table} SET {assignments} "  # noqa: S608 - as count(); the batch is one parameter
@@ -421,7 +421,7 @@ class _Table:
             (prep(row[0], self.connection), self.encode("citations", row[1]), self.encode("inline_citations", row[2]))
             for row in rows
         ]
-        # Raw: as `_write_postgresql` (bench/README.md "backfill", ORM line).
+        # Raw: as `_write_postgresql` (bench/orm_vs_raw.py "backfill write").
         with self.connection.cursor() as cursor:
             for chunk in _chunks(encoded, max(1, self._max_params() // len(columns))):
                 cursor.execute(
