@@ -60,6 +60,21 @@ def drop_database(server_url: str, name: str) -> None:
             admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 
+def drop_database_roles(server_url: str, name: str) -> list[str]:
+    """Drop the two roles the finance migration created for database `name` (when it is gone); returns them."""
+    from finance.view_sql import role_names
+
+    dropped = []
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            return []
+        for role in role_names(name):
+            if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
+                admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+                dropped.append(role)
+    return dropped
+
+
 @contextlib.contextmanager
 def scratch_postgres(server_url: str, kind: str = "db") -> Iterator[tuple[str, str]]:
     """A fresh database on `server_url`, dropped with its roles at exit; yields (conninfo, Django DATABASE_URL)."""

@@ -24,6 +24,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -99,7 +100,7 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
             write_turns(rows)
         table = _Table(ChatLog, "default")
         stored = table.scan(None, turns)
-        plans: list[tuple[object, _RowPlan]] = []
+        plans: list[tuple[Any, _RowPlan]] = []
         for row_id, citations, inline in stored:
             untyped = [[{k: v for k, v in e.items() if k != "target"} for e in table.decode(n, raw)]
                        for n, raw in (("citations", citations), ("inline_citations", inline))]  # fmt: skip
