@@ -14,11 +14,12 @@ CHECKED ?= .
 
 .PHONY: install run run-recorded test bench check lock clean
 
-# constraints.txt pins every package, direct and transitive (`make lock` regenerates it).
-$(BIN)/.installed: requirements.txt constraints.txt
+# The dev group: runtime + tests, benchmarks, checks. requirements/*-constraints.txt pin every
+# package, direct and transitive; a server installs requirements/runtime.txt only (docs/deploying.md).
+$(BIN)/.installed: $(wildcard requirements/*.txt)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed: make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
 	touch $@
 
 install: $(BIN)/.installed
@@ -30,9 +31,16 @@ run: install
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
 
+# Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
+# (Started anyway, the recorded model would fail among the migrate output and every live turn after it.)
+port_free = $(BIN)/python -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); h, p = sys.argv[1].rsplit(":", 1); s.bind((h, int(p)))' $(1) 2>/dev/null \
+	|| { echo "make $@: $(1) ($(2)) is taken by another process; stop it, or pick another address: make $@ $(3)=..." >&2; exit 1; }
+
 # The demo with the RECORDED model (not Claude) answering live turns: no API key needed.
 run-recorded: export DJANGO_DEBUG ?= true
 run-recorded: install
+	@$(call port_free,127.0.0.1:$(RECORDED_PORT),the recorded model,RECORDED_PORT)
+	@$(call port_free,$(HOST),the demo server,HOST)
 	$(BIN)/python manage.py serve_recorded_model --port $(RECORDED_PORT) & pid=$$!; \
 	trap 'kill $$pid' EXIT INT TERM; \
 	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run
@@ -53,15 +61,9 @@ check: install
 	$(BIN)/mypy $(CHECKED)
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
-# Regenerate constraints.txt from a fresh virtualenv holding requirements.txt only.
+# Rewrite requirements/runtime-constraints.txt and dev-constraints.txt from fresh virtualenvs.
 lock:
-	rm -rf var/lock-venv
-	$(PYTHON) -m venv var/lock-venv
-	var/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	{ echo "# Every installed package pinned, direct and transitive: \`make lock\` writes this file"; \
-	  echo "# from a fresh virtualenv of requirements.txt; \`make install\` installs with -c constraints.txt."; \
-	  var/lock-venv/bin/python -m pip freeze --disable-pip-version-check; } > constraints.txt
-	rm -rf var/lock-venv
+	$(PYTHON) requirements/lock.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

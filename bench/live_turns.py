@@ -176,8 +176,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: str) -> int:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from chat.live.recorded_model import RecordedModelServer
     from chat.models import ChatLog, ChatSession, LiveTurn, LiveTurnEvent
+    from devtools.recorded_model import RecordedModelServer
 
     user = get_user_model().objects.create_user("bench")
     token = Token.objects.create(user=user).key
@@ -339,6 +339,7 @@ def _event_log_cost(user: Any) -> None:
 
     from chat.live.events import append_event
     from chat.models import LiveTurn, LiveTurnEvent
+    from citations.live_events import text_event
 
     turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="cost", prompt_version="v5")
     appended, bare = [], []
@@ -349,7 +350,7 @@ def _event_log_cost(user: Any) -> None:
     table = LiveTurnEvent._meta.db_table
     for i in range(1, 1001):
         started = time.perf_counter()
-        append_event(turn.id, turn.worker_token, "text", data, after=i - 1)
+        append_event(turn.id, turn.worker_token, text_event(data["text"]), after=i - 1)
         appended.append(time.perf_counter() - started)
         started = time.perf_counter()
         with connection.cursor() as cursor:

@@ -12,7 +12,8 @@ Runs, each in its own process, printing its figures as it goes:
 6. `sql_tool.py` at 10, 1,000 and 100,000 rows on SQLite and PostgreSQL (5 rounds);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
 8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers);
-9. `orm_vs_raw.py`: the raw writes left in the code against the ORM's bulk operations.
+9. `orm_vs_raw.py`: the raw writes left in the code against the ORM's bulk operations;
+10. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record.
 
 At the end it repeats the lines of issue 24's table, each a median with the
 range of its rounds, and drops any scratch database (and its roles) of this
@@ -203,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         dropped = sweep(server_url, run_prefix)
         if dropped:
             notes.append(f"dropped what a benchmark left behind: {', '.join(dropped)}")
+
+    results.append(
+        _run_here("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])
+    )
 
     print("\n== issue 24's table (median, per-round range; details above)")
     for key in TABLE_LINES:

@@ -38,8 +38,18 @@ class ResumedFilter(admin.SimpleListFilter):
 class LiveTurnAdmin(admin.ModelAdmin):
     """Live turns, newest first; filter by status and resumed."""
 
-    list_display = ("id", "status", "user", "created_at", "heartbeat_at", "resume_count", "last_seq", "error_type")
-    list_filter = ("status", ResumedFilter, "prompt_version")
+    list_display = (
+        "id",
+        "status",
+        "stop_reason",
+        "user",
+        "created_at",
+        "heartbeat_at",
+        "resume_count",
+        "last_seq",
+        "error_type",
+    )
+    list_filter = ("status", "stop_reason", ResumedFilter, "prompt_version")
     list_select_related = ("user",)
     search_fields = ("=id", "=session_id", "=user__username")
     show_full_result_count = False

@@ -256,15 +256,23 @@ def _run_batch(table: _Table, scanned: list[tuple[Any, Any, Any]], report: Backf
                     writes.append((row_id, plans[row_id]))
             table.write(writes)
     report.rows_scanned += len(scanned)
+    changed_rows, malformed_rows, typed = 0, 0, Counter[str]()
     for row_id, plan in plans.items():
         if plan.malformed is not None:
             report.malformed.append(MalformedRow(table.text_id(row_id), plan.malformed))
+            malformed_rows += 1
             continue
-        report.rows_changed += plan.changed
+        changed_rows += plan.changed
         for result in plan.lists:
-            report.typed.update(result.typed)
+            typed.update(result.typed)
             report.already_typed += result.already_typed
             report.left_untyped += result.left_untyped
+    report.rows_changed += changed_rows
+    report.typed.update(typed)
+    if not dry_run:
+        from chat import metrics  # with the first batch, not with this module (docs/metrics.md)
+
+        metrics.backfill_batch(scanned=len(scanned), changed=changed_rows, malformed=malformed_rows, typed=typed)
 
 
 def _plan_row(table: _Table, citations: Any, inline_citations: Any) -> _RowPlan:

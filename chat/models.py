@@ -113,6 +113,9 @@ class LiveTurn(models.Model):
     heartbeat_at = models.DateTimeField(default=timezone.now)
     resume_count = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True, help_text="the error event's data for a failed turn")
+    stop_reason = models.CharField(
+        max_length=32, blank=True, default="", help_text="the final message's stop_reason, once the turn is stored"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 

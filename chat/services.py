@@ -1,8 +1,9 @@
 """The one way in: saving turns (docs/turns.md).
 
-`save_turn`/`record_turn` validate a whole turn record, replay it through the
-pure domain (`citations.turn.assemble_turn`) and write the session and the
-`ai_chat_logs` row in one transaction. `TurnImporter` does the same for many
+`save_turn`/`record_turn` validate a whole turn record, feed it to the turn
+assembler (`citations.assembler`; a live turn passes the assembler's result
+it streamed instead) and write the session and the `ai_chat_logs` row in one
+transaction. `TurnImporter` does the same for many
 records, a batch per transaction (`chat.turn_writer`). Nothing of a refused
 record is saved.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -25,8 +26,8 @@ from django.utils import timezone
 
 from chat.models import ChatLog, ChatSession
 from chat.turn_writer import SessionWrite, TurnRow, WriteOutcome, write_turns
-from citations.registry import TurnRegistry
-from citations.turn import TurnRecord, TurnRecordError, assemble_turn, parse_turn_record
+from citations.assembler import AssembledTurn, assemble_record
+from citations.turn import TurnRecord, TurnRecordError, parse_turn_record
 
 __all__ = [
     "SavedTurn",
@@ -100,13 +101,11 @@ class _Prepared:
 
 
 def _prepare(
-    turn: TurnRecord,
-    owner: AbstractBaseUser,
-    limits: TurnLimits,
-    registry_restores: Mapping[int, TurnRegistry] | None = None,
+    turn: TurnRecord, owner: AbstractBaseUser, limits: TurnLimits, assembled: AssembledTurn | None = None
 ) -> _Prepared:
-    """Assemble a validated turn into the row to write (docs/turns.md)."""
-    assembled = assemble_turn(turn.events, registry_restores=registry_restores)
+    """Assemble a validated turn into the row to write (docs/turns.md); `assembled` when a live turn streamed it."""
+    if assembled is None:
+        assembled = assemble_record(turn.events)
     if len(assembled.response) > limits.max_text_chars:
         raise TurnRecordError(
             "events",
@@ -147,15 +146,16 @@ def save_turn(
     record: Any,
     *,
     user: AbstractBaseUser | None = None,
-    registry_restores: Mapping[int, TurnRegistry] | None = None,
+    assembled: AssembledTurn | None = None,
 ) -> SavedTurn:
     """Validate and save one turn record (docs/turns.md).
 
     `record` is decoded JSON. `user` owns the turn; when None, the record's
     `user` names an existing user. A record whose `id` is already stored by
     the same user is skipped (`created=False`, the stored row returned).
-    `registry_restores` is for a live turn resumed from checkpoints
-    (`citations.turn.assemble_turn`).
+    `assembled` is what a live turn streamed (`citations.assembler.TurnAssembler`):
+    it is stored as is, so the row equals the stream; an import leaves it
+    None and the record's events are assembled here, by the same assembler.
 
     Raises `TurnRecordError` (with the JSON path) for a malformed or
     oversized record (`TurnLimits.from_settings()`), an unknown user, a
@@ -170,7 +170,7 @@ def save_turn(
         owner = _resolve_user(turn.user)
     else:
         owner = user
-    prepared = _prepare(turn, owner, limits, registry_restores)
+    prepared = _prepare(turn, owner, limits, assembled)
     with transaction.atomic():
         [outcome] = write_turns([prepared.row])
         _raise_refusal(outcome)
@@ -219,6 +219,13 @@ def import_user(username: str, *, create: bool, where: str) -> AbstractBaseUser:
     return user
 
 
+def _metrics() -> Any:
+    # Imported with the first record counted, not with this module (docs/metrics.md).
+    from chat import metrics
+
+    return metrics
+
+
 @dataclass(frozen=True, slots=True)
 class _Pending:
     where: str
@@ -263,6 +270,7 @@ class TurnImporter:
     def fail(self, where: str, message: str) -> None:
         """Count and report a record that could not be read."""
         self.counts["failed"] += 1
+        _metrics().turns_imported(outcome="failed")
         self.report(f"{where}: {message}")
 
     def add(self, record: Any, where: str) -> None:
@@ -328,8 +336,10 @@ class TurnImporter:
             self.fail(item.where, f"{outcome[1]}: {outcome[2]}")
         elif outcome == "skipped":
             self.counts["skipped"] += 1
+            _metrics().turns_imported(outcome="skipped")
         else:
             self.counts["imported"] += 1
+            _metrics().turns_imported(outcome="imported")
             self.skipped_types.update(item.prepared.skipped_citations)
             # Freshly assembled: a target, when present, is one the registry
             # wrote (valid by construction), so its kind needs no parsing.

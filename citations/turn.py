@@ -1,30 +1,25 @@
-"""Turn records: validation of the input format and the stored answer.
+"""Turn records: validation of the input format (docs/turns.md#the-record).
 
-A *turn record* (docs/turns.md) is the JSON a recorder or an import file gives
-for one turn: the user message and the events (tool calls and model steps) in
-the order they happened. This module is pure: `parse_turn_record` checks a
-record whole and returns typed values, `assemble_turn` replays the events
-through a `TurnRegistry` and computes what the turn stores (docs/turns.md).
-The Django side (`chat.services.record_turn`) only saves the result.
+A *turn record* is the JSON a recorder, an import file or a finished live
+turn gives for one turn: the user message and the events (tool calls and
+model steps) in the order they happened. This module is pure:
+`parse_turn_record` checks a record whole and returns typed values. What the
+turn stores is computed by `citations.assembler`; the Django side
+(`chat.services`) only saves the result.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
 
-from citations.citable import to_citable_content
-from citations.registry import TurnRegistry
-from citations.targets import WebTarget
-
-logger = logging.getLogger(__name__)
+from citations.text import text_problem
 
 PROMPT_VERSIONS = ("v5", "legacy")
 TITLE_MAX_LENGTH = 500
@@ -83,25 +78,6 @@ class TurnRecord:
     created_at: dt.datetime | None
     user_message: str
     events: tuple[Event, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AssembledTurn:
-    """What one turn stores (docs/turns.md).
-
-    `response` is the answer text; `citations` the summary (one entry per
-    distinct `(source, cited_text)`), `inline_citations` one entry per citation
-    with `start`/`end` in UTF-16 code units of `response` (end exclusive);
-    `model` the model of the last step that names one ("" when none does);
-    `skipped_citations` counts, by type, the citations of a type that is not
-    recorded (`char_location`, ...), in first-seen order.
-    """
-
-    response: str
-    citations: list[dict[str, Any]]
-    inline_citations: list[dict[str, Any]]
-    model: str
-    skipped_citations: dict[str, int] = field(default_factory=dict)
 
 
 # --- validation -------------------------------------------------------------
@@ -181,14 +157,14 @@ def _check_storable_text(record: object) -> None:
     while stack:
         value, path = stack.pop()
         if isinstance(value, str):
-            problem = _text_problem(value)
+            problem = text_problem(value)
             if problem:
                 raise TurnRecordError(path.removeprefix("record.") if path != "record" else path, problem)
         elif isinstance(value, dict):
             for key, item in value.items():
                 child = f"{path}.{key}" if isinstance(key, str) else path
-                if isinstance(key, str) and _text_problem(key):
-                    raise TurnRecordError(child.removeprefix("record."), f"key {_text_problem(key)}")
+                if isinstance(key, str) and text_problem(key):
+                    raise TurnRecordError(child.removeprefix("record."), f"key {text_problem(key)}")
                 stack.append((item, child))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
@@ -206,16 +182,6 @@ def _all_text_storable(record: object) -> bool:
     except (TypeError, ValueError, RecursionError):
         return False
     return b"\\u0000" not in encoded
-
-
-def _text_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "contains a NUL character (\\u0000), which cannot be stored"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a lone UTF-16 surrogate, which is not valid Unicode text"
-    return None
 
 
 def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:
@@ -356,146 +322,3 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
         user_message=user_message,
         events=parsed,
     )
-
-
-# --- the stored answer ------------------------------------------------------
-
-
-def utf16_length(text: str) -> int:
-    """Length of `text` in UTF-16 code units (what JavaScript's `length` counts)."""
-    # Characters outside the BMP take two units; count them instead of encoding.
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
-def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
-    """The result URLs of a `web_search_tool_result` content block (docs/turns.md#what-a-turn-stores).
-
-    Its `content` is a list of `web_search_result` objects (each with a
-    `url`), or an error object: that gives no URLs. Non-string or empty URLs
-    are left out.
-    """
-    content = block.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        item["url"]
-        for item in content
-        if isinstance(item, Mapping) and isinstance(item.get("url"), str) and item["url"]
-    ]
-
-
-def record_web_search_results(registry: TurnRegistry, block: Mapping[str, Any]) -> None:
-    """Write each result URL of a `web_search_tool_result` block as a `web` target.
-
-    See docs/turns.md#what-a-turn-stores.
-    """
-    for url in web_search_result_urls(block):
-        registry.record(url, WebTarget(url))
-
-
-def citation_source(citation: Mapping[str, Any]) -> str | None:
-    """The source a recorded citation is known by (`source`, or `url` for web search); None for other types."""
-    kind = citation.get("type")
-    if kind == SEARCH_RESULT_LOCATION:
-        return citation["source"]
-    if kind == WEB_SEARCH_RESULT_LOCATION:
-        return citation["url"]
-    return None
-
-
-def assemble_turn(
-    events: Sequence[Event], *, registry_restores: Mapping[int, TurnRegistry] | None = None
-) -> AssembledTurn:
-    """Replay a turn's events and compute what it stores (docs/registry.md and docs/turns.md#what-a-turn-stores).
-
-    Each tool call's citable content is written to one `TurnRegistry`, and so
-    is each URL of a `web_search_tool_result` block (as `web`); each citation
-    gets the target its source has when its block is replayed, so a citation
-    only sees the sources written before it. Offsets are UTF-16 code units of
-    the joined answer. `search_result_location` and
-    `web_search_result_location` citations are recorded; any other type is
-    counted in `skipped_citations` and logged by type (never its content).
-
-    `registry_restores` maps an event index to a registry that replaces the
-    replayed one before that event: a live turn resumed from a checkpoint
-    continues with the registry its checkpoint held (docs/registry.md and docs/live.md).
-    """
-    registry = TurnRegistry()
-    steps: list[str] = []
-    offset = 0  # UTF-16 length of the answer so far
-    summary: dict[tuple[str, str], dict[str, Any]] = {}
-    inline: list[dict[str, Any]] = []
-    skipped: dict[str, int] = {}
-    model = ""
-
-    for index, event in enumerate(events):
-        if registry_restores and index in registry_restores:
-            registry = TurnRegistry.from_json(registry_restores[index].to_json())
-        if isinstance(event, ToolCallEvent):
-            for result in to_citable_content(event.name, event.input, event.output):
-                registry.record(result.source, result.target)
-            continue
-
-        message = event.message
-        if isinstance(message.get("model"), str):
-            model = message["model"]
-        blocks = message.get("content", ())
-        step_text = "".join(block["text"] for block in blocks if block.get("type") == "text")
-        # Steps are separated by a blank line; a step without text adds nothing.
-        separator = "\n\n" if steps and step_text else ""
-        position = offset + len(separator)
-        for block in blocks:
-            if block.get("type") == "web_search_tool_result":
-                record_web_search_results(registry, block)
-                continue
-            if block.get("type") != "text":
-                continue
-            start = position
-            position += utf16_length(block["text"])
-            for citation in block.get("citations") or ():
-                source = citation_source(citation)
-                if source is None:
-                    skipped[citation["type"]] = skipped.get(citation["type"], 0) + 1
-                    continue
-                entry = inline_citation(citation, source, start, position, registry)
-                inline.append(entry)
-                summary.setdefault(
-                    (source, entry["cited_text"]),
-                    {key: value for key, value in entry.items() if key not in ("start", "end")},
-                )
-        if step_text:
-            steps.append(step_text)
-            offset = position
-
-    for kind, count in skipped.items():
-        logger.info("skipped %d citation(s) of type %s (not recorded, docs/turns.md#what-a-turn-stores)", count, kind)
-    return AssembledTurn(
-        response="\n\n".join(steps),
-        citations=list(summary.values()),
-        inline_citations=inline,
-        model=model,
-        skipped_citations=skipped,
-    )
-
-
-def inline_citation(
-    citation: Mapping[str, Any], source: str, start: int, end: int, registry: TurnRegistry
-) -> dict[str, Any]:
-    """One `inline_citations` entry: `{"source", "title", "cited_text", "start", "end", "target"?}`.
-
-    See docs/turns.md#what-a-turn-stores.
-
-    `start`/`end` are UTF-16 code units; `target` is present only when the
-    registry types `source` now.
-    """
-    entry: dict[str, Any] = {
-        "source": source,
-        "title": citation.get("title"),
-        "cited_text": citation["cited_text"],
-        "start": start,
-        "end": end,
-    }
-    target = registry.target_for(source)
-    if target is not None:
-        entry["target"] = target.to_json()
-    return entry

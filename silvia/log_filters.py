@@ -27,6 +27,7 @@ _QUERY = re.compile(r"\?[^\s\"]*")
 # `/accounts/<segment>`: the pages put an account id in the path (docs/privacy.md and docs/pages.md).
 _ACCOUNT_SEGMENT = re.compile(r"/accounts/[^/\s?\"]+")
 _ACCESS_LOGGERS = ("uvicorn.access", "django.server")
+_PROBES = ("/healthz", "/readyz")
 
 
 class PrivacyFilter(logging.Filter):
@@ -64,14 +65,14 @@ class PrivacyFilter(logging.Filter):
 
 
 class QuietHealthCheck(logging.Filter):
-    """Drop access-log lines of a healthy `/healthz` probe (status below 400); keep failures."""
+    """Drop access-log lines of a healthy `/healthz` or `/readyz` probe (status below 400); keep failures."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name not in _ACCESS_LOGGERS or not isinstance(record.args, tuple):
             return True
         strings = [a for a in record.args if isinstance(a, str)]
         status = next((a for a in record.args[1:] if isinstance(a, int) or (isinstance(a, str) and a.isdigit())), None)
-        is_probe = any(s == "/healthz" or s.startswith("GET /healthz ") for s in strings)
+        is_probe = any(s in _PROBES or s.startswith(tuple(f"GET {p} " for p in _PROBES)) for s in strings)
         return not (is_probe and status is not None and int(status) < 400)
 
 

@@ -6,6 +6,7 @@ required, and every `check --deploy` item is set from the environment
 (docs/deploying.md). `.env.example` lists the variables; docs/configuration.md explains them.
 """
 
+import importlib.util
 from pathlib import Path
 
 import environ
@@ -35,8 +36,8 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 # HTTPS (each one a `check --deploy` item; docs/deploying.md "The environment" sets them all).
 # Off by default so that `make run` and the tests work over plain HTTP.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
-# A load balancer probes /healthz over plain HTTP.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Load balancers and Prometheus call these over plain HTTP, inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
@@ -64,6 +65,10 @@ INSTALLED_APPS = [
     "pages",
     "finance",
 ]
+# Development tools (devtools/: the recorded model and `serve_recorded_model`): installed with DEBUG on
+# when the package is present. A production install leaves the folder out (docs/deploying.md).
+if DEBUG and importlib.util.find_spec("devtools") is not None:
+    INSTALLED_APPS.append("devtools")
 
 MIDDLEWARE = [
     # First: a control character in a path, query, header or cookie never reaches anything else.
@@ -181,6 +186,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Chat sessions of the finance assistant, each citation with its typed target.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Every operation answers 401 without credentials: documented once, for all (chat/api/schema.py).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.api.schema.document_401"],
 }
 
 # Limits of a turn record (docs/running.md "Importing turns"): refusals name the limit.
@@ -200,7 +207,17 @@ CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examp
 # and account path segments never reach a handler), and uvicorn's own loggers
 # go through these handlers too. See silvia/logging_config.py.
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
-LOGGING = build_logging(LOG_LEVEL)
+# The access log (uvicorn's and runserver's request lines): `false` turns it off, as uvicorn's
+# `--no-access-log` does (which the logging config honours too).
+ACCESS_LOG = env.bool("DJANGO_ACCESS_LOG", default=True)
+LOGGING = build_logging(LOG_LEVEL, access_log=ACCESS_LOG)
+
+# Operations (docs/metrics.md, docs/deploying.md#health-and-readiness).
+# /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it is a 404.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# What /readyz checks: {name: dotted path of a callable that raises when its part is unreachable}
+# (silvia/readiness.py). The job engine's check plugs in here.
+READINESS_CHECKS = {"database": "silvia.readiness.database"}
 
 # Tools a live turn can use (docs/tools.md). A tool that
 # is not configured is not offered to the model.
@@ -230,7 +247,7 @@ FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")
 
 # Live turns (docs/live.md, docs/configuration.md). The SDK reads no other
 # variable: these are passed to it explicitly. ANTHROPIC_BASE_URL points the
-# SDK at the recorded model (`python manage.py serve_recorded_model`).
+# SDK at the recorded model (`python manage.py serve_recorded_model`, devtools/).
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
@@ -246,6 +263,8 @@ LIVE_TURN_HEARTBEAT_SECONDS = env.float("LIVE_TURN_HEARTBEAT_SECONDS", default=5
 LIVE_TURN_STALE_SECONDS = env.float("LIVE_TURN_STALE_SECONDS", default=30.0)
 # How often a stream re-reads the event log when no wake-up came (SQLite across processes).
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
+# The `retry:` each event stream starts with: how long an EventSource waits before it reconnects.
+LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (chat.tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 

@@ -9,7 +9,12 @@ import os
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-key-never-used-to-serve-7Hq2mZ9vR4xK8pW3nL6tB1cY5fJ0sD")
 
+from silvia import settings as _base
 from silvia.settings import *  # noqa: F403
+
+# The tests run the recorded model (devtools/) whatever DEBUG says.
+if "devtools" not in _base.INSTALLED_APPS:
+    INSTALLED_APPS = [*_base.INSTALLED_APPS, "devtools"]
 
 # The manifest (hashed names) exists only after `collectstatic`; the suite
 # renders admin pages without running it. tests/test_deploy.py checks the

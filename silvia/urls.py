@@ -3,12 +3,14 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from pages.urls import auth_urlpatterns
-from silvia.views import api_not_found, healthz
+from silvia.views import api_not_found, healthz, metrics, readyz
 
 handler400 = "silvia.views.bad_request"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/chat/", include("chat.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

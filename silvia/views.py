@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hmac
 import logging
 
-from django.db import DatabaseError, connection
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+
+from silvia.readiness import run_checks
 
 logger = logging.getLogger(__name__)
 
@@ -29,14 +32,36 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 @never_cache
 @require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
-    """`GET /healthz`: 200 `{"status": "ok"}` when the database answers `SELECT 1`, else 503
-    `{"status": "unavailable", "detail": "database unreachable"}`. Needs no login; says
-    nothing about the error (it is logged, by class only, for the operator)."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-    except DatabaseError as exc:
-        logger.warning("healthz: database unreachable (%s)", type(exc).__name__)
-        return JsonResponse({"status": "unavailable", "detail": "database unreachable"}, status=503)
+    """`GET /healthz`: the process is alive and serving: 200 `{"status": "ok"}`, touching nothing else
+    (a database outage is `/readyz`'s to report, not a reason to restart every process)."""
     return JsonResponse({"status": "ok"})
+
+
+@never_cache
+@require_safe
+def readyz(request: HttpRequest) -> JsonResponse:
+    """`GET /readyz`: 200 `{"status": "ok", "checks": {"database": "ok", ...}}` when every part in
+    `READINESS_CHECKS` is reachable, else 503 with `"status": "unavailable"` and the parts that are
+    not. Needs no login; names no error (each is logged by class only)."""
+    checks = run_checks(settings.READINESS_CHECKS)
+    ready = all(result == "ok" for result in checks.values())
+    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+
+
+@never_cache
+@require_safe
+def metrics(request: HttpRequest) -> HttpResponse:
+    """`GET /metrics`: the Prometheus exposition (docs/metrics.md), for `Authorization: Bearer
+    <METRICS_TOKEN>` only: 401 without it or with another, 404 when no token is set."""
+    token = settings.METRICS_TOKEN
+    if not token:
+        return HttpResponse(status=404)
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        response = HttpResponse("A bearer token is required.\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    from chat.metrics import render  # prometheus-client, with the first scrape only
+
+    body, content_type = render()
+    return HttpResponse(body, content_type=content_type)

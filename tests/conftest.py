@@ -15,6 +15,34 @@ from rest_framework.test import APIClient
 from silvia.logging_config import build_logging
 from tests.factories import UserFactory
 
+_test_databases: list[tuple[str, dict[str, object]]] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sql_roles_go_with_the_test_database():
+    """After the session, drop the SQL tool's roles of the PostgreSQL test database pytest-django dropped
+    (roles outlive DROP DATABASE: docs/sql-tool.md#the-roles). Set up before `django_db_setup`, so torn down
+    after it. A kept database (`--reuse-db`) keeps its roles."""
+    yield
+    from finance.sql_roles import DatabaseStillExistsError, drop_database_roles, maintenance_connection
+
+    for name, params in _test_databases:
+        try:
+            with maintenance_connection(params) as server:
+                drop_database_roles(server, name)
+        except DatabaseStillExistsError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, noted so its roles can be dropped after it."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        _test_databases.append((connection.settings_dict["NAME"], connection.get_connection_params()))
+    yield
+
 
 @pytest.fixture
 def maya(db):
@@ -58,9 +86,9 @@ def collected_static(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def recorded_model_server(django_db_setup, django_db_blocker):
-    """The recorded model (`chat.live.recorded_model`), one server for the session."""
+    """The recorded model (`devtools.recorded_model`), one server for the session."""
     from chat.live.listener import stop_listener
-    from chat.live.recorded_model import RecordedModelServer
+    from devtools.recorded_model import RecordedModelServer
 
     server = RecordedModelServer().start()
     yield server

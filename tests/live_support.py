@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,8 @@ def recorded_sql_tool() -> RecordedSqlTool:
     return RecordedSqlTool()
 
 
-def parse_sse(data: bytes) -> list[tuple[int, str, Any]]:
-    """`(id, event, decoded data)` for each SSE frame (comments skipped)."""
+def parse_frames(data: bytes) -> list[tuple[int, str, Any]]:
+    """`(id, event, decoded data)` for each SSE frame as sent (comments and `retry:` skipped)."""
     events = []
     for frame in data.decode().split("\n\n"):
         fields: dict[str, str] = {}
@@ -123,6 +124,28 @@ def parse_sse(data: bytes) -> list[tuple[int, str, Any]]:
         if "event" in fields:
             events.append((int(fields["id"]), fields["event"], json.loads(fields["data"])))
     return events
+
+
+def apply_rewind(events: list[tuple[int, str, Any]]) -> list[tuple[int, str, Any]]:
+    """What a client holds once it applies each `rewind` (docs/live.md#rewind): the events after its `to` dropped.
+
+    For a client that read from the first event, checks the rewind's
+    `answer`: it is the text of the events kept.
+    """
+    held: list[tuple[int, str, Any]] = []
+    for seq, name, data in events:
+        if name == "rewind":
+            held = [event for event in held if event[0] <= data["to"]]
+            if held and held[0][0] == 1:
+                assert data["answer"] == "".join(d["text"] for _, n, d in held if n == "text"), "rewind's answer"
+        else:
+            held.append((seq, name, data))
+    return held
+
+
+def parse_sse(data: bytes) -> list[tuple[int, str, Any]]:
+    """The events a client holds after reading `data`: `parse_frames`, each `rewind` applied."""
+    return apply_rewind(parse_frames(data))
 
 
 def free_port() -> int:
@@ -192,6 +215,49 @@ class ServerProcess:
                 self.kill()
 
 
+def record_of(steps: list[dict[str, Any]], *, user: Any, message: str) -> dict[str, Any]:
+    """The turn record (docs/turns.md#the-record) of a scripted live turn, for an import of the same turn.
+
+    Each step's message (the last of its `attempts`) becomes an assistant
+    event; each `tool_use` of a `tool_use` step is run by the configured
+    executor (as the live turn ran it), a failing one left out as the live
+    turn leaves it out.
+    """
+    from chat.tools.registry import configured_tools
+    from devtools.recorded_model import RECORDED_MODEL
+
+    tools = {tool.name: tool for tool in configured_tools()}
+    events: list[dict[str, Any]] = []
+    for scripted in steps:
+        scripted = scripted["attempts"][-1] if "attempts" in scripted else scripted
+        content = [{k: v for k, v in b.items() if k != "citations_first"} for b in scripted["message"]["content"]]
+        stop = scripted["message"]["stop_reason"]
+        model_message = {"type": "message", "role": "assistant", "model": RECORDED_MODEL, "content": content}
+        events.append({"type": "assistant", "message": {**model_message, "stop_reason": stop}})
+        for block in content if stop == "tool_use" else []:
+            if block["type"] != "tool_use":
+                continue
+            try:
+                output = tools[block["name"]].run(block["input"], user=user)
+            except Exception:
+                continue
+            events.append(
+                {
+                    "type": "tool_call",
+                    "id": block["id"],
+                    "name": block["name"],
+                    "input": block["input"],
+                    "output": output,
+                }
+            )
+    return {"session": {"id": str(uuid.uuid4())}, "prompt_version": "v5", "user_message": message, "events": events}
+
+
+def tool_use_raw(tool_id: str, name: str, partial_json: str) -> dict[str, Any]:
+    """A `tool_use` block the recorded model streams as `partial_json`, verbatim (cut off, invalid, ...)."""
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": {}, "partial_json": partial_json}
+
+
 class SSEClient:
     """A real HTTP client for one SSE response (stdlib `http.client`), read event by event."""
 
@@ -212,7 +278,7 @@ class SSEClient:
         self.status = self.response.status
 
     def events(self, limit: int | None = None) -> list[tuple[int, str, Any]]:
-        """Read up to `limit` events (all until the stream ends when None)."""
+        """Read up to `limit` events as sent (all until the stream ends when None); `apply_rewind` applies rewinds."""
         out: list[tuple[int, str, Any]] = []
         frame: list[bytes] = []
         while limit is None or len(out) < limit:
@@ -220,7 +286,7 @@ class SSEClient:
             if not line:
                 break
             if line in (b"\n", b"\r\n"):
-                out.extend(parse_sse(b"".join(frame) + b"\n\n"))
+                out.extend(parse_frames(b"".join(frame) + b"\n\n"))
                 frame = []
             else:
                 frame.append(line)

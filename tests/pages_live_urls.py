@@ -24,7 +24,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from django.urls import path
 
 from chat.services import record_turn
-from citations.turn import utf16_length
+from citations.text import utf16_length
 from silvia.urls import urlpatterns as project_urlpatterns
 
 RECORDED_TURN_ID = "5079d460-8953-4dac-a91a-bc2d4c338e80"  # 1.1: two credit cards and checking
@@ -52,7 +52,7 @@ def _events_for(log: Any, session_id: str, turn_id: str) -> list[tuple[int, str,
     events += [
         ("citations_summary", {"citations": log.citations}),
         ("message", {"type": "message", "role": "assistant", "content": [], "stop_reason": "end_turn"}),
-        ("done", {"log_id": str(log.id), "session_id": session_id, "skipped_citations": {}}),
+        ("done", {"log_id": str(log.id), "session_id": session_id, "skipped_citations": {}, "stop_reason": "end_turn"}),
     ]
     return [(n, name, data) for n, (name, data) in enumerate(events, 1)]
 

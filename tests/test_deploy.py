@@ -1,4 +1,4 @@
-"""Settings a deploy can get right, static files, /healthz (issue 14, item 3; docs/deploying.md)."""
+"""Settings a deploy can get right, static files, /healthz and /readyz (issues 14 and 21; docs/deploying.md)."""
 
 from __future__ import annotations
 
@@ -124,6 +124,29 @@ def test_healthz_is_ok_when_the_database_answers():
 @pytest.mark.django_db
 def test_healthz_refuses_writes():
     assert Client().post("/healthz").status_code == 405
+    assert Client().post("/readyz").status_code == 405
+
+
+@pytest.mark.django_db
+def test_readyz_is_ok_when_every_check_passes():
+    response = Client().get("/readyz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok", "checks": {"database": "ok"}})
+    assert "no-cache" in response["Cache-Control"]
+
+
+def broker_down() -> None:
+    """A readiness check whose part is unreachable (the job engine's check plugs in the same way)."""
+    raise ConnectionRefusedError("amqp://guest:guest@10.0.0.9:5672 refused")
+
+
+@pytest.mark.django_db
+def test_a_readiness_check_plugs_in_through_settings(settings, caplog):
+    settings.READINESS_CHECKS = {"database": "silvia.readiness.database", "broker": "tests.test_deploy.broker_down"}
+    response = Client().get("/readyz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "checks": {"database": "ok", "broker": "unavailable"}}
+    assert "readyz: broker unavailable (ConnectionRefusedError)" in caplog.text
+    assert "10.0.0.9" not in caplog.text + response.content.decode()
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
@@ -156,13 +179,15 @@ def test_uvicorn_serves_admin_css_and_healthz_with_debug_off(tmp_path, collected
         for _ in range(3):
             status, _, body = _get(f"{server.url}/healthz")
             assert (status, json.loads(body)) == (200, {"status": "ok"})
+            status, _, body = _get(f"{server.url}/readyz")
+            assert (status, json.loads(body)) == (200, {"status": "ok", "checks": {"database": "ok"}})
         status, _, _ = _get(f"{server.url}/admin/login/?next=/admin/")
         output = server.output()
-    assert "/healthz" not in output  # a healthy probe is not logged
+    assert "/healthz" not in output and "/readyz" not in output  # a healthy probe is not logged
     assert '"GET /admin/login/?… HTTP/1.1" 200' in output  # the access log is on, without the query
 
 
-def test_uvicorn_healthz_is_503_when_the_database_is_down(tmp_path, collected_static):
+def test_uvicorn_readyz_is_503_when_the_database_is_down_and_healthz_is_ok(tmp_path, collected_static):
     # Nothing listens on port 1: the connection is refused at once.
     env = {
         "DATABASE_URL": "postgres://postgres@127.0.0.1:1/nothing",
@@ -170,11 +195,13 @@ def test_uvicorn_healthz_is_503_when_the_database_is_down(tmp_path, collected_st
         "DJANGO_STATIC_ROOT": str(collected_static),
     }
     with uvicorn_server(tmp_path / "server.log", env) as server:
-        status, _, body = _get(f"{server.url}/healthz")
+        alive, _, alive_body = _get(f"{server.url}/healthz")
+        status, _, body = _get(f"{server.url}/readyz")
         output = server.output()
-    assert (status, json.loads(body)) == (503, {"status": "unavailable", "detail": "database unreachable"})
-    assert "healthz: database unreachable (OperationalError)" in output
-    assert '"GET /healthz HTTP/1.1" 503' in output
+    assert (alive, json.loads(alive_body)) == (200, {"status": "ok"})  # the process is alive: no restart
+    assert (status, json.loads(body)) == (503, {"status": "unavailable", "checks": {"database": "unavailable"}})
+    assert "readyz: database unavailable (OperationalError)" in output
+    assert '"GET /readyz HTTP/1.1" 503' in output
     assert "refused" not in output.lower()  # the driver's message names the host: not logged
 
 

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from citations.assembler import assemble_record
+from citations.citable import to_citable_content
 from citations.corpus import CORPUS_FOLDERS, read_corpus_document
+from citations.turn import parse_turn_record
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TURN_FILES = sorted((EXAMPLES / "turns").glob("*.json"))
@@ -104,17 +107,15 @@ def test_reader_calls_return_the_example_corpus(name, index, record):
 
 @pytest.mark.parametrize(("name", "index", "record"), RECORDS, ids=RECORD_IDS)
 def test_example_assembles_and_cites_only_its_own_sources(name, index, record):
-    turn_module = pytest.importorskip("citations.turn")
-    citable = pytest.importorskip("citations.citable")
-    turn = turn_module.parse_turn_record(record)
-    turn_module.assemble_turn(turn.events)  # must not raise
+    turn = parse_turn_record(record)
+    assemble_record(turn.events)  # must not raise
     written: set[str] = set()
     cursor = 0
     for position, citation in _citations(record):
         for event in record["events"][cursor:position]:
             if event["type"] == "tool_call":
                 written.update(
-                    block.source for block in citable.to_citable_content(event["name"], event["input"], event["output"])
+                    block.source for block in to_citable_content(event["name"], event["input"], event["output"])
                 )
         cursor = position
         if citation["type"] == "search_result_location":
@@ -122,11 +123,10 @@ def test_example_assembles_and_cites_only_its_own_sources(name, index, record):
 
 
 def test_examples_produce_every_target_kind_and_each_edge_case():
-    turn_module = pytest.importorskip("citations.turn")
     kinds: set[str] = set()
     untyped = skipped = null_titles = 0
     for _, _, record in RECORDS:
-        assembled = turn_module.assemble_turn(turn_module.parse_turn_record(record).events)
+        assembled = assemble_record(parse_turn_record(record).events)
         for citation in assembled.inline_citations:
             if "target" in citation:
                 kinds.add(citation["target"]["kind"])

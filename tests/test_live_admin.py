@@ -30,10 +30,14 @@ def test_lists_and_filters_turns(staff_client, maya):
         )
 
     running, failed, resumed = make("running", 0, "a"), make("failed", 0, "b"), make("done", 2, "c")
+    cut = make("done", 0, "d")
+    LiveTurn.objects.filter(pk=cut.pk).update(stop_reason="max_tokens")
     page = staff_client.get("/admin/chat/liveturn/").content.decode()
     assert all(str(t.id) in page for t in (running, failed, resumed))
     page = staff_client.get("/admin/chat/liveturn/?status__exact=failed").content.decode()
     assert str(failed.id) in page and str(running.id) not in page and "overloaded_error" in page
+    page = staff_client.get("/admin/chat/liveturn/?stop_reason=max_tokens").content.decode()
+    assert str(cut.id) in page and str(resumed.id) not in page
     page = staff_client.get("/admin/chat/liveturn/?resumed=yes").content.decode()
     assert str(resumed.id) in page and str(failed.id) not in page
     detail = staff_client.get(f"/admin/chat/liveturn/{failed.id}/change/")

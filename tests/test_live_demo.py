@@ -11,7 +11,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.live.recorded_model import load_scripts
+from devtools.recorded_model import load_scripts
 from finance.demo import seed_demo_finance
 from tests.factories import UserFactory
 from tests.live_support import parse_sse

@@ -18,7 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from chat.live.service import start_worker, turn_claim_stale, wait_for_workers
 from chat.models import ChatLog, LiveTurn
-from tests.live_support import ServerProcess, SSEClient, cite, script, step, text, tool_use
+from tests.live_support import ServerProcess, SSEClient, apply_rewind, cite, parse_sse, script, step, text, tool_use
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,21 +26,30 @@ CARDS = "silvia://your-account/credit-card"
 CHASE = "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md"
 
 
-def durable_script(delay_ms: float = 0) -> dict:
-    """Two tool rounds; the last step streams slowly when `delay_ms` (time to kill a worker)."""
+def durable_script(delay_ms: float = 0, *, second_answer: bool = False) -> dict:
+    """Two tool rounds; the last step streams slowly when `delay_ms` (time to kill a worker).
+
+    `second_answer`: the last step says something else, as a real model asked again does.
+    """
+    last = (
+        step(
+            text("Across two cards you owe $1,500.", cite(CARDS, "account_name: Credit card; balance: 1200")),
+            text(" Its annual fee: $95 💳.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+            text(" That is all."),
+        )
+        if second_answer
+        else step(
+            text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
+            text(" The fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
+        )
+    )
     return script(
         step(text("Let me look."), tool_use("toolu_1", "execute_sql", {"query": "cards"})),
         step(
             text("Cards: ", cite(CARDS, "account_name: Credit card; balance: 1200", "Credit card")),
             tool_use("toolu_2", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"}),
         ),
-        {
-            **step(
-                text("You owe $1,500 💳 across two cards.", cite(CARDS, "account_name: Credit card; balance: 300")),
-                text(" The fee is $95.", cite(CHASE, "- Annual fee: $95", "Sapphire Preferred pricing and terms")),
-            ),
-            "delay_ms": delay_ms,
-        },
+        {**last, "delay_ms": delay_ms},
     )
 
 
@@ -181,7 +190,6 @@ def test_sigkill_after_a_tool_round_then_resume_turns(server, token, recorded_mo
     assert turn.status == "done" and turn.resume_count == 1 and turn.checkpoint is None
     assert stored(turn_id) == stored(reference[-1][2]["log_id"])
     from chat.live.events import format_sse
-    from tests.live_support import parse_sse
 
     events = parse_sse(b"".join(format_sse(*row) for row in log_events(turn_id)))
     assert normalized(events) == normalized(reference)
@@ -275,3 +283,80 @@ def test_two_resumers_race_exactly_one_wins(maya, recorded_model):
     start_worker(turn_id, token)
     assert wait_for_workers(30)
     assert LiveTurn.objects.get(pk=turn_id).status == "done"
+
+
+def read_past_the_checkpoint(post: SSEClient, turn_id: uuid.UUID, held: list) -> int:
+    """Read events until the client holds two past the checkpoint after the second tool round; its eventSeq."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        held += post.events(limit=1)
+        checkpoint = LiveTurn.objects.get(pk=turn_id).checkpoint
+        if checkpoint and checkpoint["step"] >= 2 and held[-1][0] >= checkpoint["eventSeq"] + 2:
+            return checkpoint["eventSeq"]
+    raise AssertionError("the turn did not stream past its checkpoint")
+
+
+def check_client_equals_row(held, turn_id):
+    row = ChatLog.objects.get(pk=turn_id)
+    assert "".join(data["text"] for _, name, data in held if name == "text") == row.response
+    assert [data["citation"] for _, name, data in held if name == "citation"] == row.inline_citations
+    assert [data for _, name, data in held if name == "citations_summary"] == [{"citations": row.citations}]
+    assert held[-1][1] == "done" and held[-1][2]["log_id"] == str(turn_id)
+
+
+@pytest.mark.parametrize("resumer", ["resume_turns", "a reconnect"])
+def test_killed_after_the_client_read_past_the_checkpoint_a_different_answer_rewinds(
+    server, server_env, token, recorded_model, resumer
+):
+    recorded_model.load([durable_script(delay_ms=150)])
+    post = SSEClient(server.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
+    first = post.events(limit=1)
+    turn_id = uuid.UUID(first[0][2]["turn_id"])
+    checkpoint_seq = read_past_the_checkpoint(post, turn_id, first)
+    server.kill()
+    post.close()
+    old_text = "".join(data["text"] for _, name, data in first if name == "text")
+    assert old_text.startswith("Let me look.\n\nCards: \n\nYou owe")  # the first answer, cut short
+    # Asked again, the model answers differently.
+    recorded_model.load([durable_script(second_answer=True)])
+    if resumer == "resume_turns":
+        call_command("resume_turns", "--stale-seconds", "0")
+    else:
+        LiveTurn.objects.filter(pk=turn_id).update(heartbeat_at=timezone.now() - dt.timedelta(hours=1))
+    second = ServerProcess(server_env)
+    try:
+        # The client reconnects where it stopped.
+        again = SSEClient(
+            second.base_url,
+            "GET",
+            f"/api/chat/turns/{turn_id}/events",
+            token,
+            headers={"Last-Event-ID": str(first[-1][0])},
+        )
+        rest = again.events()
+        again.close()
+        replay = SSEClient(second.base_url, "GET", f"/api/chat/turns/{turn_id}/events?after=0", token)
+        from_start = replay.events()
+        replay.close()
+    finally:
+        second.stop()
+    # Ids go on after the highest id sent; the first event after the resume rewinds to the checkpoint.
+    rewind = rest[0]
+    assert rewind[1] == "rewind" and rewind[0] == first[-1][0] + 1
+    assert rewind[2] == {"to": checkpoint_seq, "answer": "Let me look.\n\nCards: "}
+    assert [seq for seq, _, _ in rest] == list(range(rewind[0], rewind[0] + len(rest)))
+    held = apply_rewind(first + rest)
+    check_client_equals_row(held, turn_id)
+    assert ChatLog.objects.get(pk=turn_id).response == (
+        "Let me look.\n\nCards: \n\nAcross two cards you owe $1,500. Its annual fee: $95 💳. That is all."
+    )
+    # Without the rewind the client would hold a mix of the two answers.
+    assert "".join(data["text"] for _, name, data in first + rest if name == "text") != held_text(held)
+    # A client reading the whole log from the start ends the same.
+    assert apply_rewind(from_start) == held
+    turn = LiveTurn.objects.get(pk=turn_id)
+    assert turn.status == "done" and turn.resume_count == 1
+
+
+def held_text(held):
+    return "".join(data["text"] for _, name, data in held if name == "text")

@@ -128,6 +128,9 @@ def test_other_tracebacks_are_untouched():
     [
         ("uvicorn.access", ("127.0.0.1:1", "GET", "/healthz", "1.1", 200), False),
         ("uvicorn.access", ("127.0.0.1:1", "GET", "/healthz", "1.1", 503), True),
+        ("uvicorn.access", ("127.0.0.1:1", "GET", "/readyz", "1.1", 200), False),
+        ("uvicorn.access", ("127.0.0.1:1", "GET", "/readyz", "1.1", 503), True),
+        ("django.server", ("GET /readyz HTTP/1.1", "200", "15"), False),
         ("uvicorn.access", ("127.0.0.1:1", "GET", "/admin/", "1.1", 200), True),
         ("django.server", ("GET /healthz HTTP/1.1", "200", "15"), False),
         ("django.server", ("GET /healthz HTTP/1.1", "503", "15"), True),

@@ -1,4 +1,4 @@
-"""The pure turn assembly (docs/turns.md), no database."""
+"""Turn records and what they store (docs/turns.md): validation and the assembler fed whole blocks, no database."""
 
 from __future__ import annotations
 
@@ -6,14 +6,9 @@ from typing import Any
 
 import pytest
 
-from citations.turn import (
-    AssistantEvent,
-    ToolCallEvent,
-    TurnRecordError,
-    assemble_turn,
-    parse_turn_record,
-    utf16_length,
-)
+from citations.assembler import assemble_record
+from citations.text import utf16_length
+from citations.turn import AssistantEvent, ToolCallEvent, TurnRecordError, parse_turn_record
 from tests.cases import golden_params, load_cases
 
 TURNS = load_cases("turns.json")
@@ -35,7 +30,7 @@ def _step(*blocks):
 @pytest.mark.parametrize("case", golden_params(TURNS))
 def test_golden_turn_assembles_as_expected(case):
     turn = parse_turn_record(case["record"])
-    assembled = assemble_turn(turn.events)
+    assembled = assemble_record(turn.events)
     assert assembled.response == case["expect"]["response"]
     assert assembled.citations == case["expect"]["citations"]
     assert assembled.inline_citations == case["expect"]["inline_citations"]
@@ -61,7 +56,7 @@ def test_steps_join_with_a_blank_line_and_steps_without_text_add_nothing():
     tool_only = AssistantEvent(
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}
     )
-    assembled = assemble_turn(
+    assembled = assemble_record(
         [
             _step({"type": "text", "text": "One"}),
             tool_only,
@@ -75,7 +70,7 @@ def test_steps_join_with_a_blank_line_and_steps_without_text_add_nothing():
 
 
 def test_citation_before_its_tool_result_is_untyped_and_after_it_is_typed():
-    assembled = assemble_turn(
+    assembled = assemble_record(
         [
             _step({"type": "text", "text": "a", "citations": [_cite()]}),
             PORTFOLIO_SQL,
@@ -96,12 +91,12 @@ def test_no_citations_in_any_spelling(citations):
     block = {"type": "text", "text": "plain"}
     if citations != "absent":
         block["citations"] = citations
-    assembled = assemble_turn([_step(block)])
+    assembled = assemble_record([_step(block)])
     assert assembled.response == "plain" and assembled.citations == [] and assembled.inline_citations == []
 
 
 def test_other_citation_types_are_skipped_and_null_title_kept():
-    assembled = assemble_turn(
+    assembled = assemble_record(
         [
             PORTFOLIO_SQL,
             _step(
@@ -137,8 +132,8 @@ def test_other_citation_types_are_skipped_and_null_title_kept():
 def test_model_is_the_last_steps():
     first = _step({"type": "text", "text": "a"})
     last = AssistantEvent({"role": "assistant", "model": "claude-opus-4-1", "content": [{"type": "text", "text": "b"}]})
-    assert assemble_turn([first, last]).model == "claude-opus-4-1"
-    assert assemble_turn([]).model == "" and assemble_turn([]).response == ""
+    assert assemble_record([first, last]).model == "claude-opus-4-1"
+    assert assemble_record([]).model == "" and assemble_record([]).response == ""
 
 
 def test_user_is_not_required_when_the_caller_gives_it():
@@ -316,7 +311,7 @@ def test_any_corrupted_record_is_refused_with_a_path_or_assembled(data, replacem
     except TurnRecordError as error:
         assert error.path and error.message
         return
-    assembled = assemble_turn(turn.events)
+    assembled = assemble_record(turn.events)
     assert isinstance(assembled.response, str)
     for citation in assembled.inline_citations:
         assert 0 <= citation["start"] <= citation["end"] <= utf16_length(assembled.response)

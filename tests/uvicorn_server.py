@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +55,8 @@ def _free_port() -> int:
 
 
 @contextmanager
-def uvicorn_server(log_path: Path, env: dict[str, str]) -> Iterator[Server]:
-    """Start `python -m uvicorn silvia.asgi:application` with production settings and `env` on top.
+def uvicorn_server(log_path: Path, env: dict[str, str], args: Sequence[str] = ()) -> Iterator[Server]:
+    """Start `python -m uvicorn silvia.asgi:application [args]` with production settings and `env` on top.
 
     Waits until it accepts connections (at most 30 s); stops it at exit.
     Raises RuntimeError with the server's output when it does not start.
@@ -64,6 +64,7 @@ def uvicorn_server(log_path: Path, env: dict[str, str]) -> Iterator[Server]:
     port = _free_port()
     full_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env}
     command = [sys.executable, "-m", "uvicorn", "silvia.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    command += args
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     server = Server(url=f"http://127.0.0.1:{port}", log_path=log_path, process=process)

@@ -6,8 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
@@ -17,9 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chat.api.schema import EVENT_ID, EVENT_STREAM
 from chat.live.service import SessionNotFoundError, TurnConflictError, turn_start
 from chat.live.streaming import event_stream
-from chat.models import LiveTurn, PromptVersion
+from chat.models import LiveTurn, LiveTurnStatus, PromptVersion
 from citations.turn import parse_uuid
 
 
@@ -40,15 +40,16 @@ class TurnRequestSerializer(serializers.Serializer):
     prompt_version = serializers.ChoiceField(choices=PromptVersion.choices, default=PromptVersion.V5)
 
 
-_EVENTS = (
-    "SSE events, each with `id:` and `event:`: `turn`, `text`, `citation`, `citations_summary`, `message`, "
-    "`done`, or `error` (docs/live.md)."
-)
+_STREAM = OpenApiResponse(EVENT_STREAM, description="The turn's events (docs/live.md).")
 
 
-def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> StreamingHttpResponse:
-    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI."""
+def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int, *, view: str) -> StreamingHttpResponse:
+    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI.
+    Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md)."""
+    from chat.metrics import count_open_stream  # with the first stream, not at start-up
+
     stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
+    stream = count_open_stream(stream, view=view)
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
@@ -58,8 +59,9 @@ def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int) -> Stream
 class TurnCreateView(APIView):
     """Start a turn in the caller's session and stream its events (docs/live.md).
 
-    A new session id creates a session for the caller; another user's session
-    is 404; a session with a running turn is 409; a bad body is 400.
+    An unknown session id is the caller's new session (its row is written
+    with the turn, once stored); another user's session is 404; a session
+    with a running turn is 409; a bad body is 400.
     """
 
     content_negotiation_class = _AlwaysJSON
@@ -67,7 +69,7 @@ class TurnCreateView(APIView):
     @extend_schema(
         request=TurnRequestSerializer,
         responses={
-            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=_EVENTS),
+            (200, "text/event-stream"): _STREAM,
             400: OpenApiResponse(description="A bad body: `{field: [message]}`."),
             404: OpenApiResponse(description="Not found."),
             409: OpenApiResponse(description="The session already has a turn running."),
@@ -95,21 +97,34 @@ class TurnCreateView(APIView):
             raise NotFound() from None
         except TurnConflictError:
             return Response({"detail": "This session already has a turn running."}, status=409)
-        return sse_response(request._request, turn.id, 0)
+        return sse_response(request._request, turn.id, 0, view="turn")
 
 
 class TurnEventsView(APIView):
-    """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (docs/live.md)."""
+    """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (docs/live.md).
+
+    A turn that ended (`done` or `error`) and has no event after that id is
+    204, so an EventSource stops reconnecting.
+    """
 
     content_negotiation_class = _AlwaysJSON
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, OpenApiParameter.HEADER, required=False),
-            OpenApiParameter("after", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False),
+            OpenApiParameter(
+                "Last-Event-ID",
+                EVENT_ID,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="The id of the last event the client holds; the stream starts after it.",
+            ),
+            OpenApiParameter(
+                "after", EVENT_ID, OpenApiParameter.QUERY, required=False, description="Same as `Last-Event-ID`."
+            ),
         ],
         responses={
-            (200, "text/event-stream"): OpenApiResponse(OpenApiTypes.STR, description=_EVENTS),
+            (200, "text/event-stream"): _STREAM,
+            204: OpenApiResponse(description="The turn ended and the client holds all its events: stop."),
             400: OpenApiResponse(description="Last-Event-ID is not an event id."),
             404: OpenApiResponse(description="Not found."),
         },
@@ -118,9 +133,13 @@ class TurnEventsView(APIView):
         turn_uuid = parse_uuid(turn_id)
         # IsAuthenticated: request.user is a User here, not the AnonymousUser the stubs also allow.
         owned = LiveTurn.objects.filter(pk=turn_uuid, user=request.user)  # type: ignore[misc]
-        if turn_uuid is None or not owned.exists():
+        turn = owned.values_list("status", "last_seq").first() if turn_uuid is not None else None
+        if turn is None or turn_uuid is None:
             raise NotFound()
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
             raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
-        return sse_response(request._request, turn_uuid, int(raw))
+        status, last_seq = turn
+        if status != LiveTurnStatus.RUNNING and int(raw) >= last_seq:
+            return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)
+        return sse_response(request._request, turn_uuid, int(raw), view="events")

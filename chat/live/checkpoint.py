@@ -1,16 +1,23 @@
 """A live turn's checkpoint: its state after the last tool round (docs/registry.md and docs/live.md).
 
 The JSON object stored in `LiveTurn.checkpoint`:
-`{"step", "messages", "events", "citationTargets", "eventSeq", "answer": {"offset", "hasText", "inline", "skipped"},
-"restores"}`: the model steps done, the Messages API messages so far
-(history included), the docs/turns.md#the-record events recorded, the registry, the id of
-the last event sent, where the answer stands (UTF-16 units) and the
-citations streamed, and the registry restores of earlier resumes.
+`{"step", "messages", "events", "citationTargets", "eventSeq", "assembler"}`:
+the model requests that asked for more (tool rounds and `pause_turn`
+continuations), the Messages API messages so far (history included), the
+docs/turns.md#the-record events recorded, the registry, the id of the last
+event the state includes, and the turn assembler's state at that id (the
+answer so far, its inline citations, skipped counts, model;
+`TurnAssembler.snapshot`).
 
 Reading never fails: a checkpoint without `citationTargets` resumes with an
 empty registry (its sources stream untyped), a malformed entry resumes
-untyped (`TurnRegistry.from_checkpoint`), and a checkpoint whose messages or
+untyped (`TurnRegistry.from_checkpoint`), an assembler state that cannot be
+read is rebuilt from the recorded events, and a checkpoint whose messages or
 events cannot be read restarts the turn from its first step.
+
+`resume_rewind` is the rule for the event ids of a resumed turn: ids go on
+after the highest id ever sent, and a `rewind` comes first when clients may
+hold events the checkpoint does not include.
 """
 
 from __future__ import annotations
@@ -22,11 +29,13 @@ from typing import Any, TypeGuard
 from django.utils import timezone
 
 from chat.live.events import LostTurnError, sqlite_write_lock
-from chat.live.model_step import AnswerPosition
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog, LiveTurn, LiveTurnStatus
+from citations.assembler import TurnAssembler, replay
+from citations.live_events import StreamEvent, rewind_event
 from citations.registry import CHECKPOINT_KEY, TurnRegistry
+from citations.turn import TurnRecordError, parse_turn_record
 
-__all__ = ["TurnState", "initial_checkpoint", "load_state", "save_checkpoint"]
+__all__ = ["TurnState", "initial_checkpoint", "load_state", "resume_rewind", "save_checkpoint"]
 
 
 @dataclass
@@ -35,11 +44,13 @@ class TurnState:
 
     messages: list[dict[str, Any]]
     events: list[dict[str, Any]] = field(default_factory=list)
-    registry: TurnRegistry = field(default_factory=TurnRegistry)
+    assembler: TurnAssembler = field(default_factory=TurnAssembler)
     step: int = 0
     event_seq: int = 1
-    position: AnswerPosition = field(default_factory=AnswerPosition)
-    restores: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def registry(self) -> TurnRegistry:
+        return self.assembler.registry
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,13 +59,7 @@ class TurnState:
             "events": self.events,
             CHECKPOINT_KEY: self.registry.to_json(),
             "eventSeq": self.event_seq,
-            "answer": {
-                "offset": self.position.offset,
-                "hasText": self.position.has_text,
-                "inline": self.position.inline,
-                "skipped": self.position.skipped,
-            },
-            "restores": [[index, targets] for index, targets in self.restores],
+            "assembler": self.assembler.snapshot(),
         }
 
 
@@ -78,7 +83,7 @@ def initial_checkpoint(turn: LiveTurn) -> dict[str, Any]:
 def _readable(checkpoint: object) -> TypeGuard[dict[str, Any]]:
     if not isinstance(checkpoint, dict):
         return False
-    messages, events, answer = checkpoint.get("messages"), checkpoint.get("events"), checkpoint.get("answer")
+    messages, events = checkpoint.get("messages"), checkpoint.get("events")
     return (
         isinstance(messages, list)
         and bool(messages)
@@ -88,53 +93,63 @@ def _readable(checkpoint: object) -> TypeGuard[dict[str, Any]]:
         and isinstance(checkpoint.get("step"), int)
         and isinstance(checkpoint.get("eventSeq"), int)
         and checkpoint["eventSeq"] >= 1
-        and isinstance(answer, dict)
-        and isinstance(answer.get("offset"), int)
-        and isinstance(answer.get("inline"), list)
     )
 
 
-def resume_point(checkpoint: object) -> int:
-    """The id of the last event a resume keeps (events after it are streamed again)."""
-    return checkpoint["eventSeq"] if _readable(checkpoint) else 1
+def _assembler(checkpoint: dict[str, Any]) -> TurnAssembler | None:
+    """The checkpoint's assembler state, else one rebuilt from its events (a checkpoint of an
+    older version); None when neither can be read."""
+    registry = TurnRegistry.from_checkpoint(checkpoint)
+    assembler = TurnAssembler.from_snapshot(checkpoint.get("assembler"), registry)
+    if assembler is not None:
+        return assembler
+    record = {"session": {"id": str(uuid.UUID(int=0))}, "prompt_version": "v5", "user_message": ""}
+    try:
+        turn = parse_turn_record({**record, "events": checkpoint["events"]}, user_given=True)
+    except TurnRecordError:
+        return None
+    assembler = replay(turn.events)
+    # From here on the turn sees the registry its checkpoint held (docs/registry.md#checkpoints).
+    assembler.registry = registry
+    return assembler
 
 
 def load_state(turn: LiveTurn) -> TurnState:
     """The state to run `turn` from: its checkpoint, or its first step when none can be read."""
-    checkpoint = turn.checkpoint if _readable(turn.checkpoint) else initial_checkpoint(turn)
-    assert isinstance(checkpoint, dict)
-    answer = checkpoint["answer"]
-    skipped = answer.get("skipped")
-    restores = [
-        (r[0], r[1])
-        for r in checkpoint.get("restores") or []
-        if isinstance(r, list) and len(r) == 2 and isinstance(r[0], int)
-    ]
-    state = TurnState(
+    checkpoint = turn.checkpoint
+    assembler = _assembler(checkpoint) if _readable(checkpoint) else None
+    if not _readable(checkpoint) or assembler is None:
+        checkpoint = initial_checkpoint(turn)
+        assembler = TurnAssembler()
+    return TurnState(
         messages=checkpoint["messages"],
         events=checkpoint["events"],
-        registry=TurnRegistry.from_checkpoint(checkpoint),
+        assembler=assembler,
         step=checkpoint["step"],
         event_seq=checkpoint["eventSeq"],
-        position=AnswerPosition(
-            offset=answer["offset"],
-            has_text=bool(answer.get("hasText")),
-            inline=answer["inline"],
-            skipped=skipped if isinstance(skipped, dict) else {},
-        ),
-        restores=restores,
     )
-    if state.events:
-        # From here on the turn sees the registry its checkpoint held (docs/registry.md),
-        # and the stored row must say so: the save replays with this restore.
-        state.restores.append((len(state.events), state.registry.to_json()))
-    return state
+
+
+def resume_rewind(state: TurnState, last_seq: int) -> StreamEvent | None:
+    """The event a run from `state` sends first, when the turn's log already holds `last_seq` events.
+
+    A run's events are numbered after `last_seq`, the highest id ever sent:
+    ids are never reused. When the log went past the state's `eventSeq` (a
+    worker died after sending more than its checkpoint holds), a client may
+    hold output the new run will not repeat, so the run first sends `rewind`
+    `{"to": eventSeq, "answer": <the answer at eventSeq>}`: a client drops
+    what it received after `to` (docs/live.md#rewind). None otherwise. The
+    turn runner calls this whenever it starts, so every resumer applies it.
+    """
+    if last_seq <= state.event_seq:
+        return None
+    return rewind_event(to=state.event_seq, answer=state.assembler.answer)
 
 
 def save_checkpoint(turn_id: uuid.UUID, token: uuid.UUID, state: TurnState) -> None:
     """Store the state after a tool round; `LostTurnError` when this worker no longer owns the turn."""
     with sqlite_write_lock():
-        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running").update(
+        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status=LiveTurnStatus.RUNNING).update(
             checkpoint=state.to_json(), heartbeat_at=timezone.now()
         )
     if not updated:

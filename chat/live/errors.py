@@ -1,13 +1,19 @@
 """Failures of a live turn as docs/live.md `error` events: a type and a message fit to show a user.
 
-The message never carries a stack, a key, SQL or the API's own wording.
+The message never carries a stack, a key, SQL or the API's own wording. Log
+lines about an exception name its class and where it was raised
+(`where_raised`), never its text: the SDK's and the tools' messages can quote
+a tool input or a row, account ids included.
 """
 
 from __future__ import annotations
 
+import os
+import traceback
+
 import anthropic
 
-__all__ = ["TurnFailure", "failure_from_exception"]
+__all__ = ["TurnFailure", "failure_from_exception", "where_raised"]
 
 MESSAGES = {
     "overloaded_error": "The assistant is overloaded right now. Please try again in a moment.",
@@ -18,6 +24,8 @@ MESSAGES = {
     "connection_error": "The connection to the assistant broke. Please try again.",
     "invalid_request_error": "The assistant could not process this question.",
     "internal_error": "Something went wrong on our side. Please try again.",
+    "max_steps": "The assistant needed too many steps for this question.",
+    "max_tokens": "The assistant ran out of room before it could look something up. Please ask for less at once.",
 }
 
 
@@ -64,3 +72,12 @@ def failure_from_exception(error: BaseException) -> TurnFailure:
     if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "h11") or isinstance(error, OSError):
         return TurnFailure("connection_error")
     return TurnFailure("internal_error")
+
+
+def where_raised(error: BaseException) -> str:
+    """`ValueError at runner.py:123 (model_step)`: the class and the innermost frame, no message or values."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return type(error).__name__
+    last = frames[-1]
+    return f"{type(error).__name__} at {os.path.basename(last.filename)}:{last.lineno} ({last.name})"

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -22,21 +24,26 @@ from typing import Any
 
 import orjson
 from django.db import connection, transaction
+from django.utils import timezone
 
-from chat.models import LiveTurn, LiveTurnEvent
+from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from citations.live_events import StreamEvent, error_event
+from citations.text import storable_json
 
 __all__ = [
-    "FINAL_EVENTS",
     "NOTIFY_CHANNEL",
     "LostTurnError",
     "append_event",
+    "encode",
     "events_after",
+    "format_retry",
     "format_sse",
     "notifier",
+    "turn_fail",
 ]
 
-#: Events after which a turn's stream closes.
-FINAL_EVENTS = frozenset({"done", "error"})
+logger = logging.getLogger(__name__)
+
 NOTIFY_CHANNEL = "silvia_live_turns"
 
 
@@ -44,18 +51,44 @@ class LostTurnError(Exception):
     """The worker no longer owns the turn: a resumer claimed it (its heartbeat was stale) or it ended."""
 
 
+# JSON leaves these raw inside strings, and line-splitting clients (Python's
+# `str.splitlines()`, httpx `iter_lines`) end a line at each: escaped, every
+# client reads every event (docs/live.md#the-wire-format).
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
 def format_sse(seq: int, event: str, data: str) -> bytes:
-    """One SSE frame: `id: <seq>`, `event: <name>`, `data: <json>` (one line: JSON has no raw newline)."""
-    return f"id: {seq}\nevent: {event}\ndata: {data}\n\n".encode()
+    """One SSE frame: `id: <seq>`, `event: <name>`, `data: <json>` on one line (docs/live.md#the-wire-format).
+
+    `data` is the event's JSON text as stored; U+2028, U+2029 and U+0085 in
+    it are written as JSON escapes (JSON has no other raw line break).
+    """
+    return f"id: {seq}\nevent: {event}\ndata: {data.translate(_LINE_BREAKS)}\n\n".encode()
 
 
-def encode(data: Any) -> str:
-    """The `data:` JSON text of an event (UTF-8, non-ASCII kept, no newline)."""
-    return orjson.dumps(data).decode()
+def format_retry(milliseconds: int) -> bytes:
+    """The `retry:` field, sent once at the start of each stream: how long an EventSource waits to reconnect."""
+    return f"retry: {milliseconds}\n\n".encode()
+
+
+def encode(event: StreamEvent) -> str:
+    """The `data:` JSON text of an event (UTF-8, non-ASCII kept, no newline). Never raises.
+
+    Events are built from text made storable first (`citations.text`); should
+    one still hold what orjson refuses (a lone surrogate, an integer past 64
+    bits), its strings are made storable, the stdlib encodes it, and a log
+    line says so (the event's name and the count, never its content).
+    """
+    try:
+        return orjson.dumps(event.data).decode()
+    except TypeError:
+        data, replaced = storable_json(event.data)
+        logger.warning("a %s event was not encodable: %d character(s) replaced with U+FFFD", event.name, replaced)
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def append_event(
-    turn_id: uuid.UUID, token: uuid.UUID, event: str, data: Any, *, after: int, finish: dict[str, Any] | None = None
+    turn_id: uuid.UUID, token: uuid.UUID, event: StreamEvent, *, after: int, finish: dict[str, Any] | None = None
 ) -> int:
     """Append one event after event id `after` (the worker's last) and return its id, `after + 1`.
 
@@ -68,27 +101,26 @@ def append_event(
     worker never writes. The UPDATE holds the turn's row until commit, so ids
     are gapless and increasing. Two statements and a commit.
     """
-    return append_events(turn_id, token, [(event, data)], after=after, finish=finish)
+    return append_events(turn_id, token, [(event.name, encode(event))], after=after, finish=finish)
 
 
 def append_events(
     turn_id: uuid.UUID,
     token: uuid.UUID,
-    events: list[tuple[str, Any]],
+    events: list[tuple[str, str]],
     *,
     after: int,
     finish: dict[str, Any] | None = None,
 ) -> int:
-    """`append_event` for several events in one transaction; returns the last id, `after + len(events)`."""
+    """`append_event` for several `(name, encoded data)` events in one transaction; returns the last id."""
     last = after + len(events)
     rows = [
-        LiveTurnEvent(turn_id=turn_id, seq=after + i, event=event, data=encode(data))
+        LiveTurnEvent(turn_id=turn_id, seq=after + i, event=event, data=data)
         for i, (event, data) in enumerate(events, 1)
     ]
     with sqlite_write_lock(), transaction.atomic():
-        updated = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status="running", last_seq=after).update(
-            last_seq=last, **(finish or {})
-        )
+        running = LiveTurn.objects.filter(pk=turn_id, worker_token=token, status=LiveTurnStatus.RUNNING)
+        updated = running.filter(last_seq=after).update(last_seq=last, **(finish or {}))
         if not updated:
             raise LostTurnError(str(turn_id))
         LiveTurnEvent.objects.bulk_create(rows)
@@ -110,7 +142,7 @@ class EventWriter:
 
     def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int) -> None:
         self.turn_id, self.token, self.written = turn_id, token, after
-        self._queue: list[tuple[str, Any, dict[str, Any] | None]] = []
+        self._queue: list[tuple[str, str, dict[str, Any] | None]] = []
         self._cond = threading.Condition()
         self._busy = False
         self._closed = False
@@ -118,7 +150,8 @@ class EventWriter:
         self._thread = threading.Thread(target=self._run, name=f"live-turn-writer-{turn_id}", daemon=True)
         self._thread.start()
 
-    def put(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
+    def put(self, event: str, data: str, finish: dict[str, Any] | None = None) -> None:
+        """Queue event `event` with its encoded `data` (`encode`); `finish` as in `append_event`."""
         with self._cond:
             if self.error is not None:
                 raise self.error
@@ -162,6 +195,41 @@ class EventWriter:
                     self._cond.notify_all()
         finally:
             connection.close()
+
+
+def turn_fail(turn_id: uuid.UUID, *, kind: str, message: str, token: uuid.UUID | None = None) -> bool:
+    """End a running turn `failed`, with its `error` event when that can be written (docs/live.md#failures).
+
+    The `error` event (`{"type": kind, "message": message}`, the message fit
+    to show a user) is appended after the turn's last event, in the same
+    transaction as the status. When it cannot be written (any error but the
+    database being gone), the status, `error` and `finished_at` are written
+    without it, so the turn never stays `running`: its streams end and a
+    reconnect gets 204. `token`: only while this worker token holds the turn;
+    None for whoever holds it (a resumer giving up on a turn). Returns whether
+    this call ended the turn (False: it was not running, or not held by
+    `token`). Raises only when the database refuses the status update too.
+    """
+    event = error_event(kind=kind, message=message)
+    finish = {"status": LiveTurnStatus.FAILED, "error": event.data["error"], "finished_at": timezone.now()}
+    running = LiveTurn.objects.filter(pk=turn_id, status=LiveTurnStatus.RUNNING)
+    if token is not None:
+        running = running.filter(worker_token=token)
+    with sqlite_write_lock():
+        for _ in range(3):  # a worker may append meanwhile: read its last id again
+            held = running.values_list("worker_token", "last_seq").first()
+            if held is None:
+                return False
+            try:
+                append_events(turn_id, held[0], [(event.name, encode(event))], after=held[1], finish=finish)
+                return True
+            except LostTurnError:
+                if token is not None:
+                    return False  # another worker took the turn: its own end stands
+            except Exception as error:  # the event cannot be written: the status alone
+                logger.warning("turn %s: its error event could not be written (%s)", turn_id, type(error).__name__)
+                break
+        return bool(running.update(**finish))
 
 
 _sqlite_lock = threading.RLock()

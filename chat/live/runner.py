@@ -1,14 +1,24 @@
-"""The turn loop of a live turn (SPEC sections 5, 6, 7 and 11).
+"""The turn loop of a live turn (SPEC sections 5, 6, 7 and 11; docs/live.md).
 
 `run_turn(turn_id, token)` runs one claimed turn to its end from its last
-checkpoint: model steps streamed through the official `anthropic` SDK, each
-`tool_use` executed by its `ToolExecutor`, its output turned into
-`search_result` blocks (`to_citable_content`) and written to the turn's
-`TurnRegistry` before the next step, a checkpoint after each tool round.
-Every event goes to the durable log (`chat.live.events.append_event`) before
-any client sees it. A finished turn is a SPEC 7 turn record saved with
-`chat.services.save_turn`; a failed one ends with an `error` event, keeps
-its checkpoint and writes nothing to `ai_chat_logs`.
+checkpoint: model steps streamed through the official `anthropic` SDK into
+the turn's `citations.assembler.TurnAssembler` (`chat.live.model_step`), each
+`tool_use` executed by its `ToolExecutor` and its output written to the
+turn's registry by the assembler before the next step, a checkpoint after
+each tool round or `pause_turn` continuation. Every event goes to the
+durable log (`chat.live.events`) before any client sees it. A finished turn
+is a SPEC 7 turn record saved with `chat.services.save_turn`, with the
+assembler's result, so the row is what streamed; the row and the final
+events commit together. A failed one ends with an `error` event (or, when
+that cannot be written, with its status alone), keeps its checkpoint and
+writes nothing to `ai_chat_logs`.
+
+Stop reasons (docs/live.md#stop-reasons): `tool_use` runs the tools and asks
+again; `pause_turn` sends the assistant content back and asks again; a
+`tool_use` cut off at `max_tokens` is asked again once with twice the
+tokens (after a `rewind` of what that step streamed), then fails the turn;
+any other (`end_turn`, `max_tokens` in text, `stop_sequence`, `refusal`, ...)
+ends the turn, and `done` carries it.
 """
 
 from __future__ import annotations
@@ -22,20 +32,26 @@ from typing import Any
 import anthropic
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
-from chat.live.checkpoint import TurnState, load_state, save_checkpoint
-from chat.live.errors import TurnFailure, failure_from_exception
-from chat.live.events import EventWriter, LostTurnError, sqlite_write_lock
-from chat.live.model_step import StepStreamer
+from chat.live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
+from chat.live.errors import TurnFailure, failure_from_exception, where_raised
+from chat.live.events import EventWriter, LostTurnError, append_events, encode, sqlite_write_lock, turn_fail
+from chat.live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
 from chat.live.prompts import system_prompt
-from chat.models import LiveTurn
+from chat.models import LiveTurn, LiveTurnStatus
 from chat.services import save_turn
 from chat.tools.base import ToolError, ToolExecutor
 from chat.tools.registry import configured_tools
-from citations.citable import to_citable_content
-from citations.registry import TurnRegistry
+from citations.live_events import (
+    StreamEvent,
+    citations_summary_event,
+    done_event,
+    message_event,
+    rewind_event,
+)
+from citations.text import storable_json
 from citations.turn import TurnRecordError
 
 __all__ = ["model_client", "run_turn"]
@@ -83,15 +99,22 @@ class TurnRunner:
         self.user = get_user_model().objects.get(pk=turn.user_id)
         self.state: TurnState = load_state(turn)
 
-    def emit(self, event: str, data: Any, finish: dict[str, Any] | None = None) -> None:
-        self.writer.put(event, data, finish)
+    def emit(self, event: StreamEvent) -> None:
+        """Queue one event for the log; it is encoded here, so whatever it holds, it can be written."""
+        self.writer.put(event.name, encode(event))
         self.state.event_seq += 1
-        if finish:
-            self.writer.flush()
 
     def run(self) -> None:
-        self.writer = EventWriter(self.turn.id, self.token, after=self.state.event_seq)
+        # Ids go on after the highest id ever sent (docs/live.md#rewind).
+        rewind = resume_rewind(self.state, self.turn.last_seq)
+        self.state.event_seq = self.turn.last_seq
+        self.writer = EventWriter(self.turn.id, self.token, after=self.turn.last_seq)
         try:
+            if rewind is not None:
+                logger.info(
+                    "turn %s: resumed past its checkpoint; rewinding to event %s", self.turn.id, rewind.data["to"]
+                )
+                self.emit(rewind)
             self._run()
         finally:
             self.writer.close()
@@ -99,13 +122,13 @@ class TurnRunner:
     def _run(self) -> None:
         try:
             while True:
-                message = self.model_step()
+                message, problems = self.model_step()
                 self.state.events.append({"type": "assistant", "message": message})
-                if message.get("stop_reason") != "tool_use":
+                if message.get("stop_reason") not in (TOOL_USE, PAUSE_TURN):
                     break
                 if self.state.step >= settings.LIVE_TURN_MAX_STEPS:
-                    raise TurnFailure("max_steps", "The assistant needed too many steps for this question.")
-                self.tool_round(message)
+                    raise TurnFailure("max_steps")
+                self.next_round(message, problems)
             self.finish(message)
         except LostTurnError:
             logger.info("turn %s: claimed by another worker; this one stops", self.turn.id)
@@ -113,50 +136,88 @@ class TurnRunner:
             self.fail(known)
         except Exception as error:  # the model API, the network, or our own bug: never a half-written turn
             classified = failure_from_exception(error)
+            # The class and where, never the text: the SDK's and our errors can quote tool input.
             if classified.kind == "internal_error":
-                logger.exception("turn %s failed", self.turn.id)
+                logger.error("turn %s failed: %s", self.turn.id, where_raised(error))
             else:
-                logger.warning("turn %s: model request failed (%s)", self.turn.id, classified.kind)
+                logger.warning(
+                    "turn %s: model request failed (%s, %s)", self.turn.id, classified.kind, type(error).__name__
+                )
             self.fail(classified)
 
-    def model_step(self) -> dict[str, Any]:
+    def model_step(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """One model step streamed into the assembler: its final message and its unusable tool inputs.
+
+        A `tool_use` cut off at `max_tokens` is asked again once with twice
+        the tokens; what the cut step streamed is rewound first.
+        """
+        before, seq_before = self.state.assembler.copy(), self.state.event_seq
+        max_tokens = settings.ANTHROPIC_MAX_TOKENS
+        for attempt in (1, 2):
+            step = self.stream_step(max_tokens)
+            if not tool_use_cut_off(step.message):
+                break
+            if attempt == 2:
+                raise TurnFailure("max_tokens")
+            logger.info(
+                "turn %s: a tool call was cut off at max_tokens; asking again with %d", self.turn.id, 2 * max_tokens
+            )
+            max_tokens *= 2
+            self.state.assembler = before.copy()
+            if self.state.event_seq > seq_before:
+                self.emit(rewind_event(to=seq_before, answer=before.answer))
+        if self.state.assembler.replaced:
+            logger.warning(
+                "turn %s: %d NUL or lone surrogate character(s) of the model's text replaced with U+FFFD",
+                self.turn.id,
+                self.state.assembler.replaced,
+            )
+        return step.message, step.tool_input_problems
+
+    def stream_step(self, max_tokens: int) -> StepStream:
         # The writer thread holds the turn's connection while it streams; this
         # thread's own one would sit idle for the whole step (one per turn on
         # a busy server), so it is closed and reopened for the next write.
         connection.close()
-        streamer = StepStreamer(self.state.position, self.state.registry, self.emit)
+        step = StepStream(self.state.assembler)
         request: dict[str, Any] = {
             "model": settings.ANTHROPIC_MODEL,
-            "max_tokens": settings.ANTHROPIC_MAX_TOKENS,
+            "max_tokens": max_tokens,
             "system": system_prompt(self.turn.prompt_version),
             "messages": self.state.messages,
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
-        with model_client().messages.stream(**request) as stream:
-            for event in stream:
-                streamer.feed(event)
-            final = stream.get_final_message()
-        streamer.finish()
-        return final.to_dict(mode="json")
+        with model_client().messages.create(**request, stream=True) as stream:
+            for raw in stream:
+                for event in step.feed(raw):
+                    self.emit(event)
+        for event in step.finish():
+            self.emit(event)
+        return step
 
-    def tool_round(self, message: dict[str, Any]) -> None:
-        results = []
-        for block in message.get("content", []):
-            if block.get("type") != "tool_use":
-                continue
-            results.append(self.run_tool(block))
+    def next_round(self, message: dict[str, Any], problems: dict[str, str]) -> None:
+        """After `tool_use`, the tools' results; after `pause_turn`, the content alone (the model goes on)."""
         self.state.messages.append({"role": "assistant", "content": message["content"]})
-        self.state.messages.append({"role": "user", "content": results})
+        if message.get("stop_reason") == TOOL_USE:
+            results = [
+                self.run_tool(block, problems.get(str(block.get("id"))))
+                for block in message.get("content", [])
+                if block.get("type") == TOOL_USE
+            ]
+            self.state.messages.append({"role": "user", "content": results})
         self.state.step += 1
         self.writer.flush()  # the checkpoint's eventSeq must be in the log
         save_checkpoint(self.turn.id, self.token, self.state)
 
-    def run_tool(self, block: dict[str, Any]) -> dict[str, Any]:
+    def run_tool(self, block: dict[str, Any], problem: str | None = None) -> dict[str, Any]:
         """Execute one `tool_use`; its tool_result (search_result blocks, or `is_error` with a short reason)."""
         name, tool_input = block.get("name"), block.get("input")
         tool = self.tools.get(name) if isinstance(name, str) else None
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("id")}
+        if problem is not None:
+            logger.info("turn %s: tool %s not run: its input is unusable", self.turn.id, name)
+            return {**result, "is_error": True, "content": problem}
         if tool is None or not isinstance(name, str) or not isinstance(tool_input, dict):
             return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}
         future = _tool_pool.submit(_run_tool_in_thread, tool, tool_input, self.user)
@@ -167,12 +228,15 @@ class TurnRunner:
         except ToolError as error:
             return {**result, "is_error": True, "content": error.reason or f"{name} failed"}
         except Exception as error:
-            # The class only: an exception's text and traceback can quote row values.
-            logger.warning("turn %s: tool %s raised %s", self.turn.id, name, type(error).__name__)
+            # The class and where only: an exception's text can quote row values.
+            logger.warning("turn %s: tool %s raised %s", self.turn.id, name, where_raised(error))
             return {**result, "is_error": True, "content": f"{name} failed"}
-        blocks = to_citable_content(name, tool_input, output)
-        for search_result in blocks:
-            self.state.registry.record(search_result.source, search_result.target)
+        output, replaced = storable_json(output)  # a NUL in a row cannot be checkpointed or stored
+        if replaced:
+            logger.warning(
+                "turn %s: tool %s output: %d character(s) replaced with U+FFFD", self.turn.id, name, replaced
+            )
+        blocks = self.state.assembler.tool_call(name, tool_input, output)
         self.state.events.append(
             {"type": "tool_call", "id": block["id"], "name": name, "input": tool_input, "output": output}
         )
@@ -180,6 +244,7 @@ class TurnRunner:
         return {**result, "content": content}
 
     def finish(self, message: dict[str, Any]) -> None:
+        """Store the turn (the assembler's result: what streamed) and send the final events, in one transaction."""
         record = {
             "id": str(self.turn.id),
             "session": {"id": str(self.turn.session_id), "title": self.turn.user_message[:80]},
@@ -188,31 +253,54 @@ class TurnRunner:
             "user_message": self.turn.user_message,
             "events": self.state.events,
         }
-        restores = {index: TurnRegistry.from_json(targets) for index, targets in self.state.restores}
+        assembled = self.state.assembler.result()
+        stop_reason = str(message.get("stop_reason"))
+        self.writer.flush()  # every event before these is in the log
         try:
-            with sqlite_write_lock():
-                saved = save_turn(record, user=self.user, registry_restores=restores)
+            with sqlite_write_lock(), transaction.atomic():
+                saved = save_turn(record, user=self.user, assembled=assembled)
+                log = saved.log
+                skipped = saved.skipped_citations if saved.created else assembled.skipped_citations
+                final = [
+                    citations_summary_event(log.citations),
+                    message_event(message),
+                    done_event(
+                        log_id=str(log.id),
+                        session_id=str(log.session_id),
+                        skipped_citations=skipped,
+                        stop_reason=stop_reason,
+                    ),
+                ]
+                append_events(
+                    self.turn.id,
+                    self.token,
+                    [(event.name, encode(event)) for event in final],
+                    after=self.state.event_seq,
+                    # The checkpoint goes once the turn is stored (issue 10).
+                    finish={
+                        "status": LiveTurnStatus.DONE,
+                        "checkpoint": None,
+                        "finished_at": timezone.now(),
+                        "stop_reason": stop_reason,
+                    },
+                )
         except TurnRecordError as error:
             logger.warning("turn %s: the finished turn was refused at %s", self.turn.id, error.path)
             raise TurnFailure("internal_error", "This answer could not be saved. Please try again.") from None
-        log = saved.log
-        if log.inline_citations != self.state.position.inline:
-            # Cannot happen while model_step and assemble_turn agree; tests hold them together.
-            logger.error("turn %s: streamed citations differ from the stored ones", self.turn.id)
-        self.emit("citations_summary", {"citations": log.citations})
-        self.emit("message", message)
-        skipped = saved.skipped_citations if saved.created else self.state.position.skipped
-        done = {"log_id": str(log.id), "session_id": str(log.session_id), "skipped_citations": skipped}
-        # The checkpoint goes once the turn is stored (issue 10).
-        self.emit("done", done, finish={"status": "done", "checkpoint": None, "finished_at": timezone.now()})
+        self.state.event_seq += len(final)
+        for kind, count in assembled.skipped_citations.items():
+            logger.info("turn %s: skipped %d citation(s) of type %s", self.turn.id, count, kind)
 
     def fail(self, failure: TurnFailure) -> None:
-        data = {"error": {"type": failure.kind, "message": failure.message}}
-        # The checkpoint stays, for inspection in the admin.
+        """End the turn `failed` with an `error` event, or with the status alone when no event can be written."""
         try:
-            self.emit("error", data, finish={"status": "failed", "error": data["error"], "finished_at": timezone.now()})
+            self.writer.flush()
         except LostTurnError:
             return
+        except Exception as error:
+            logger.warning("turn %s: its events could not be written (%s)", self.turn.id, type(error).__name__)
+        # The checkpoint stays, for inspection in the admin.
+        turn_fail(self.turn.id, kind=failure.kind, message=failure.message, token=self.token)
 
 
 def _run_tool_in_thread(tool: ToolExecutor, tool_input: dict[str, Any], user: Any) -> dict[str, Any]:
@@ -227,7 +315,11 @@ def run_turn(turn_id: uuid.UUID, token: uuid.UUID) -> None:
     try:
         turn = LiveTurn.objects.get(pk=turn_id)
         TurnRunner(turn, token).run()
-    except Exception:
-        logger.exception("turn %s: the worker stopped", turn_id)
+    except Exception as error:
+        logger.error("turn %s: the worker stopped: %s", turn_id, where_raised(error))
+        try:  # never a turn left running by a crash of its runner
+            turn_fail(turn_id, kind="internal_error", message=TurnFailure("internal_error").message, token=token)
+        except Exception as again:
+            logger.error("turn %s: could not be marked failed (%s)", turn_id, type(again).__name__)
     finally:
         close_old_connections()

@@ -6,8 +6,8 @@
 - `turn_claim_stale` hands a turn whose worker stopped beating to exactly one
   resumer: a conditional UPDATE of `worker_token` that only one caller can
   win (PostgreSQL re-checks the condition on the locked row; SQLite
-  serialises writers). The winner drops the events after the checkpoint and
-  streams them again.
+  serialises writers). The winner's run numbers its events after the last
+  one in the log (`chat.live.checkpoint.resume_rewind`).
 - A heartbeat thread per process refreshes `heartbeat_at` of the turns it runs.
 """
 
@@ -24,9 +24,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from chat.live.checkpoint import initial_checkpoint, resume_point
+from chat.live.checkpoint import initial_checkpoint
 from chat.live.events import append_event, sqlite_write_lock
-from chat.models import ChatSession, LiveTurn, LiveTurnEvent
+from chat.models import ChatSession, LiveTurn
+from citations.live_events import turn_event
 
 __all__ = [
     "SessionNotFoundError",
@@ -68,8 +69,8 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
             turn.save(force_insert=True)
             turn.checkpoint = initial_checkpoint(turn)
             turn.save(update_fields=["checkpoint"])
-            data = {"turn_id": str(turn.id), "session_id": str(session_id)}
-            append_event(turn.id, turn.worker_token, "turn", data, after=0)
+            event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
+            append_event(turn.id, turn.worker_token, event, after=0)
     except IntegrityError:
         raise TurnConflictError(str(session_id)) from None
     logger.info("turn %s started in session %s", turn.id, session_id)
@@ -99,10 +100,8 @@ def turn_claim_stale(
             )
             if not won:
                 continue
-            checkpoint = LiveTurn.objects.filter(pk=candidate).values_list("checkpoint", flat=True).get()
-            keep = resume_point(checkpoint)
-            LiveTurnEvent.objects.filter(turn_id=candidate, seq__gt=keep).delete()
-            LiveTurn.objects.filter(pk=candidate).update(last_seq=keep)
+            # The log is kept whole: the winner's run goes on after its last id
+            # and rewinds what its checkpoint does not hold (docs/live.md#rewind).
         logger.info("turn %s claimed for resume", candidate)
         claimed.append((candidate, token))
     return claimed
@@ -139,7 +138,7 @@ def wait_for_workers(timeout: float = 30.0) -> bool:
 
 
 def _work(turn_id: uuid.UUID, token: uuid.UUID) -> None:
-    from chat.live.runner import run_turn  # imported at startup by ChatConfig.ready; here to avoid a cycle
+    from chat.live.runner import run_turn  # here, not at import: the SDK is only a turn's (and avoids a cycle)
 
     try:
         run_turn(turn_id, token)

@@ -1,7 +1,8 @@
 """Tailing a turn's event log as SSE (docs/live.md).
 
 `event_stream(turn_id, after, asynchronous=...)` yields SSE frames for the
-events with id > `after`, then follows the turn until `done` or `error`. An
+events with id > `after`, then follows the turn until `done` or `error`. It
+starts with `retry:` (once per stream; docs/live.md#the-wire-format). An
 async generator for ASGI (no thread held while waiting), a plain generator
 for WSGI (runserver, `live_server`): Django buffers whole any iterator of
 the other kind. A running turn whose worker stopped beating is resumed here
@@ -17,10 +18,11 @@ from collections.abc import AsyncIterator, Iterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from chat.live.events import FINAL_EVENTS, events_after, format_sse, notifier
+from chat.live.events import events_after, format_retry, format_sse, notifier
 from chat.live.listener import ensure_listener
 from chat.live.service import start_worker, turn_claim_stale
-from chat.models import LiveTurn
+from chat.models import LiveTurn, LiveTurnStatus
+from citations.live_events import FINAL_EVENTS
 
 __all__ = ["event_stream"]
 
@@ -36,12 +38,12 @@ def _poll(turn_id: uuid.UUID, after: int) -> tuple[list[tuple[int, str, str]], b
     if rows:
         return rows, False
     status = LiveTurn.objects.filter(pk=turn_id).values_list("status", flat=True).first()
-    if status != "running":
+    if status != LiveTurnStatus.RUNNING:
         # The last event commits with the final status: read once more, in
         # case it landed between the two queries.
         rows = events_after(turn_id, after)
         return rows, not rows
-    if status == "running":
+    if status == LiveTurnStatus.RUNNING:
         for claimed_id, token in turn_claim_stale(turn_id=turn_id):
             start_worker(claimed_id, token)
         return [], False
@@ -61,6 +63,7 @@ def _frames(rows: list[tuple[int, str, str]]) -> tuple[bytes, int, bool]:
 def sync_stream(turn_id: uuid.UUID, after: int) -> Iterator[bytes]:
     """The WSGI variant: blocks a thread per stream."""
     key, idle_since, wait = str(turn_id), time.monotonic(), _wait_seconds()
+    yield format_retry(settings.LIVE_SSE_RETRY_MS)
     while True:
         seen = notifier.version(key)
         rows, over = _poll(turn_id, after)
@@ -84,6 +87,7 @@ async def async_stream(turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
     poll = sync_to_async(_poll, thread_sensitive=False)
     key, idle_since = str(turn_id), time.monotonic()
     wait = await sync_to_async(_wait_seconds, thread_sensitive=False)()
+    yield format_retry(settings.LIVE_SSE_RETRY_MS)
     while True:
         seen = notifier.version(key)
         rows, over = await poll(turn_id, after)

@@ -7,6 +7,7 @@ from django.utils.module_loading import import_string
 
 from chat.tools.base import ToolExecutor
 from chat.tools.library import library_readers
+from chat.tools.measured import MeasuredTool
 from chat.tools.python import execute_python_tool
 from chat.tools.search_web import search_web_tool
 from finance.sql_tool import execute_sql_tool
@@ -23,6 +24,7 @@ def configured_tools() -> list[ToolExecutor]:
     `chat.tools.search_web.search_web_tool()`, `chat.tools.python.execute_python_tool()`
     and `finance.sql_tool.execute_sql_tool()`. A factory named in
     `LIVE_TOOL_FACTORIES` is added last and replaces a tool of the same name.
+    Each comes wrapped in a `MeasuredTool`, which counts and times its calls.
     """
     tools: dict[str, ToolExecutor] = {tool.name: tool for tool in library_readers()}
     for factory in (execute_sql_tool, search_web_tool, execute_python_tool):
@@ -35,4 +37,4 @@ def configured_tools() -> list[ToolExecutor]:
         extra = import_string(path)()
         if extra is not None:
             tools[extra.name] = extra
-    return list(tools.values())
+    return [MeasuredTool(tool) for tool in tools.values()]

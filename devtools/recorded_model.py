@@ -10,10 +10,12 @@ against the API: `message_start`, `content_block_start`/`delta`/`stop`
 (529, 429, 500, 401, ...) with the API's error body.
 
 Which step of a script a request gets is read from the request itself (the
-number of tool rounds since the last plain user message), so concurrent turns
-and resumed turns need no server state. A step may list `attempts`: the n-th
-identical request gets the n-th attempt (the last one repeats), which scripts
-"529, then success" for the SDK's retries.
+number of tool rounds and `pause_turn` continuations since the last plain
+user message), so concurrent turns and resumed turns need no server state. A
+step may list `attempts`: the n-th request for it gets the n-th attempt (the
+last one repeats), which scripts "529, then success" for the SDK's retries
+and "cut off at max_tokens, then whole" for a step asked again with more
+tokens (requests that differ only in `max_tokens` count as the same).
 """
 
 from __future__ import annotations
@@ -63,7 +65,10 @@ def load_scripts(path: Path) -> list[dict[str, Any]]:
 
 
 def _sse(event: str, data: Mapping[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    try:
+        return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    except UnicodeEncodeError:  # a lone surrogate: sent as the API would, a JSON escape (\ud800)
+        return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 def _chunks(text: str, size: int) -> Iterator[str]:
@@ -77,8 +82,9 @@ def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -
     `message` is `{"content": [blocks], "stop_reason", "id"?, "usage"?}`.
     Text is sent in `TEXT_CHUNK`-character deltas, then one `citations_delta`
     per citation (a block with `"citations_first": true` sends them first);
-    tool inputs as `input_json_delta` chunks; other blocks (web search
-    results) whole in `content_block_start`.
+    tool inputs as `input_json_delta` chunks (a block's `partial_json`, when
+    given, is sent verbatim instead: an input cut off or not valid JSON);
+    other blocks (web search results) whole in `content_block_start`.
     """
     msg_id = message.get("id") or f"msg_rec_{uuid.uuid4().hex[:20]}"
     usage = message.get("usage") or {"input_tokens": 100, "output_tokens": 1}
@@ -146,7 +152,10 @@ def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -
                         "delta": {"type": "input_json_delta", "partial_json": piece},
                     },
                 )
-                for piece in _chunks(json.dumps(block.get("input", {})), JSON_CHUNK)
+                for piece in _chunks(
+                    block["partial_json"] if "partial_json" in block else json.dumps(block.get("input", {})),
+                    JSON_CHUNK,
+                )
             )
         else:
             events.append(
@@ -168,9 +177,19 @@ def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -
 
 
 def _step_index(messages: Sequence[Any]) -> int:
-    """Tool rounds since the last user message that is not only tool results."""
+    """Steps done since the last user message that is not only tool results.
+
+    A tool round ends with a user message of tool results; a `pause_turn`
+    continuation with an assistant message that no user message follows.
+    """
     rounds = 0
-    for message in reversed(messages):
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            following = messages[i + 1] if i + 1 < len(messages) else None
+            if not isinstance(following, dict) or following.get("role") != "user":
+                rounds += 1
+            continue
         if not isinstance(message, dict) or message.get("role") != "user":
             continue
         content = message.get("content")
@@ -238,7 +257,7 @@ class RecordedModelServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def pick(self, body: Mapping[str, Any], raw: bytes) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    def pick(self, body: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         """The script and the response (one attempt of one step) for a request body."""
         messages = body.get("messages") or []
         text = _last_user_text(messages).lower()
@@ -252,7 +271,8 @@ class RecordedModelServer:
             step = steps[min(_step_index(messages), len(steps) - 1)]
             attempts: Any = step.get("attempts")
             if attempts:
-                key = hashlib.sha256(raw).hexdigest()
+                same = {key: value for key, value in body.items() if key != "max_tokens"}
+                key = hashlib.sha256(json.dumps(same, sort_keys=True).encode()).hexdigest()
                 n = self._attempts.get(key, 0)
                 self._attempts[key] = n + 1
                 step = attempts[min(n, len(attempts) - 1)]
@@ -283,7 +303,7 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw)
             except ValueError:
                 return self._json(400, _error("invalid_request_error", "body is not JSON"))
-            script, step = server.pick(body, raw)
+            script, step = server.pick(body)
             if "status" in step:
                 return self._json(step["status"], step.get("body") or _error("api_error", "recorded failure"))
             events = (

@@ -1,6 +1,6 @@
 """`python manage.py serve_recorded_model [--port 8765] [--scripts examples/recorded]`
 
-Serves the recorded model (`chat.live.recorded_model`): a local stand-in for
+Serves the recorded model (`devtools.recorded_model`): a local stand-in for
 the Messages API that replays recorded streams. It is not Claude.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chat.live.recorded_model import RecordedModelServer, ScriptError, load_scripts
+from devtools.recorded_model import RecordedModelServer, ScriptError, load_scripts
 
 
 class Command(BaseCommand):

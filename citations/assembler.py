@@ -1,0 +1,370 @@
+"""The turn assembler: what a turn streams and what it stores, computed once (docs/turns.md#what-a-turn-stores).
+
+`TurnAssembler` is sans-IO (as h11 is for HTTP): it reads no stream and
+writes no database. It is fed a turn's model output, either whole (an
+import: `tool_call`, `assistant_message`) or as it streams (a live turn:
+`start_step`, `block_start`, `text`, `citation`, `block_stop`, `end_step`),
+and returns the `text` and `citation` events to send. As it goes it holds
+the answer, the inline citations, the summary and the turn's
+`TurnRegistry`; `result()` is what the turn stores. A live turn stores
+exactly what it streamed because both come from this one object, and an
+import of the same turn gives the same result because it feeds the same
+methods (`tests/test_assembler.py` holds the two together).
+
+Rules (docs/turns.md): the answer is the text of the turn's text blocks,
+joined with nothing inside a model step and with `"\\n\\n"` between steps (a
+step without text adds nothing); a citation spans the text block that
+carries it, in UTF-16 code units of the answer, and is complete when its
+block ends; it gets the target its source has in the registry at that
+moment. `search_result_location` and `web_search_result_location`
+citations are recorded; other types are counted in `skipped`. A NUL or a
+lone surrogate in the model's text is replaced by U+FFFD
+(`citations.text`), counted in `replaced`.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from citations.citable import SearchResult, to_citable_content
+from citations.live_events import StreamEvent, citation_event, text_event
+from citations.registry import TurnRegistry
+from citations.targets import WebTarget
+from citations.text import storable_json, storable_text, utf16_length
+from citations.turn import (
+    SEARCH_RESULT_LOCATION,
+    WEB_SEARCH_RESULT_LOCATION,
+    AssistantEvent,
+    Event,
+    ToolCallEvent,
+)
+
+__all__ = [
+    "AssembledTurn",
+    "TurnAssembler",
+    "assemble_record",
+    "citation_source",
+    "replay",
+    "web_search_result_urls",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledTurn:
+    """What one turn stores (docs/turns.md).
+
+    `response` is the answer text; `citations` the summary (one entry per
+    distinct `(source, cited_text)`), `inline_citations` one entry per citation
+    with `start`/`end` in UTF-16 code units of `response` (end exclusive);
+    `model` the model of the last step that names one ("" when none does);
+    `skipped_citations` counts, by type, the citations of a type that is not
+    recorded (`char_location`, ...), in first-seen order.
+    """
+
+    response: str
+    citations: list[dict[str, Any]]
+    inline_citations: list[dict[str, Any]]
+    model: str
+    skipped_citations: dict[str, int] = field(default_factory=dict)
+
+
+def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
+    """The result URLs of a `web_search_tool_result` content block (docs/turns.md#citation-types).
+
+    Its `content` is a list of `web_search_result` objects (each with a
+    `url`), or an error object: that gives no URLs. Non-string or empty URLs
+    are left out.
+    """
+    content = block.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        item["url"]
+        for item in content
+        if isinstance(item, Mapping) and isinstance(item.get("url"), str) and item["url"]
+    ]
+
+
+def citation_source(citation: Mapping[str, Any]) -> str | None:
+    """The source a citation is recorded under (`source`, or `url` for web search).
+
+    None when it is not recorded: another type, or (from a live stream, which
+    nothing validated) a source or `cited_text` that is not a string.
+    """
+    kind = citation.get("type")
+    key = "source" if kind == SEARCH_RESULT_LOCATION else "url" if kind == WEB_SEARCH_RESULT_LOCATION else None
+    if key is None or not isinstance(citation.get(key), str) or not isinstance(citation.get("cited_text"), str):
+        return None
+    return citation[key]
+
+
+@dataclass
+class _Step:
+    """The model step being fed: where each open text block starts and the citations it carries."""
+
+    has_text: bool = False
+    starts: dict[int, int | None] = field(default_factory=dict)
+    citations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    # Citations of text-less blocks met before the step's first text: where
+    # they sit depends on whether a blank line separates this step.
+    pending: list[list[dict[str, Any]]] = field(default_factory=list)
+
+
+class TurnAssembler:
+    """One turn's answer, citations and registry, fed block by block or delta by delta.
+
+    Every feeding method returns the events to send, in order (`text` and
+    `citation` `StreamEvent`s). `registry` may be a resumed one
+    (docs/registry.md#checkpoints).
+    """
+
+    def __init__(self, registry: TurnRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else TurnRegistry()
+        self._texts: list[str] = []
+        self.offset = 0  # UTF-16 length of the answer so far
+        self.inline: list[dict[str, Any]] = []
+        self._summary: dict[tuple[str, str], dict[str, Any]] = {}
+        self.skipped: dict[str, int] = {}
+        self.model = ""
+        self.replaced = 0
+        self._step: _Step | None = None
+
+    # --- whole blocks (an import) ---------------------------------------------
+
+    def tool_call(self, name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any]) -> list[SearchResult]:
+        """Write a tool call's citable content to the registry; the `search_result` blocks, for the model."""
+        blocks = to_citable_content(name, tool_input, output)
+        for block in blocks:
+            self.registry.record(block.source, block.target)
+        return blocks
+
+    def assistant_message(self, message: Mapping[str, Any]) -> list[StreamEvent]:
+        """Feed one model step whole: a Messages API response object (its `content` and `model`)."""
+        events = self.start_step()
+        for index, block in enumerate(message.get("content") or ()):
+            if block.get("type") == "text":
+                events += self.block_start(index, {"type": "text", "text": ""})
+                events += self.text(index, block.get("text") or "")
+                for citation in block.get("citations") or ():
+                    events += self.citation(index, citation)
+            else:
+                events += self.block_start(index, block)
+            events += self.block_stop(index)
+        return events + self.end_step(message.get("model"))
+
+    # --- deltas (a live turn) -------------------------------------------------
+
+    def start_step(self) -> list[StreamEvent]:
+        """A model step begins (`message_start`)."""
+        self._step = _Step()
+        return []
+
+    def block_start(self, index: int, block: Mapping[str, Any]) -> list[StreamEvent]:
+        """A content block begins (`content_block_start`); a web search result writes its URLs as `web`."""
+        step = self._current()
+        kind = block.get("type")
+        if kind == "text":
+            step.starts[index] = None
+            step.citations[index] = []
+        elif kind == "web_search_tool_result":
+            for url in web_search_result_urls(block):
+                url, self.replaced = _count(storable_text(url), self.replaced)
+                self.registry.record(url, WebTarget(url))
+        return []
+
+    def text(self, index: int, text: str) -> list[StreamEvent]:
+        """A piece of text block `index` (`text_delta`)."""
+        text, self.replaced = _count(storable_text(text), self.replaced)
+        if not text:
+            return []
+        step = self._current()
+        events = []
+        if not step.has_text:
+            step.has_text = True
+            if self._texts:
+                events.append(self._add_text("\n\n"))
+            for citations in step.pending:
+                events += self._cite(citations, self.offset, self.offset)
+            step.pending.clear()
+        if step.starts.get(index) is None:
+            step.starts[index] = self.offset
+        events.append(self._add_text(text))
+        return events
+
+    def citation(self, index: int, citation: Mapping[str, Any]) -> list[StreamEvent]:
+        """A citation of text block `index` (`citations_delta`); it is sent when the block ends."""
+        self._current().citations.setdefault(index, []).append(dict(citation))
+        return []
+
+    def block_stop(self, index: int) -> list[StreamEvent]:
+        """Block `index` ends (`content_block_stop`): its citations are complete."""
+        step = self._current()
+        if index not in step.citations:
+            return []
+        citations = step.citations.pop(index)
+        start = step.starts.pop(index, None)
+        if start is not None:
+            return self._cite(citations, start, self.offset)
+        if step.has_text:
+            return self._cite(citations, self.offset, self.offset)
+        step.pending.append(citations)
+        return []
+
+    def end_step(self, model: object = None) -> list[StreamEvent]:
+        """The step ends; `model` is its message's `model`. Citations still waiting sit at the answer's end."""
+        step = self._current()
+        events: list[StreamEvent] = []
+        for citations in step.pending:
+            events += self._cite(citations, self.offset, self.offset)
+        if isinstance(model, str):
+            self.model = model
+        self._step = None
+        return events
+
+    # --- what the turn stores ---------------------------------------------------
+
+    @property
+    def answer(self) -> str:
+        """The answer so far: the `text` events joined."""
+        return "".join(self._texts)
+
+    def result(self) -> AssembledTurn:
+        """What the turn stores, as fed so far."""
+        return AssembledTurn(
+            response=self.answer,
+            citations=[dict(entry) for entry in self._summary.values()],
+            inline_citations=list(self.inline),
+            model=self.model,
+            skipped_citations=dict(self.skipped),
+        )
+
+    def copy(self) -> TurnAssembler:
+        """An independent copy (registry included), to go back to if a step is retried."""
+        return copy.deepcopy(self)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state between two steps as JSON, for a checkpoint (the registry is stored apart).
+
+        `{"answer", "inline", "skipped", "model", "replaced"}`; the summary and
+        the offset follow from them.
+        """
+        if self._step is not None:
+            raise RuntimeError("a snapshot is taken between model steps")
+        return {
+            "answer": self.answer,
+            "inline": self.inline,
+            "skipped": self.skipped,
+            "model": self.model,
+            "replaced": self.replaced,
+        }
+
+    @classmethod
+    def from_snapshot(cls, value: object, registry: TurnRegistry) -> TurnAssembler | None:
+        """The assembler `snapshot()` saved, with `registry`; None when `value` cannot be read."""
+        if not isinstance(value, Mapping):
+            return None
+        answer, inline, skipped = value.get("answer"), value.get("inline"), value.get("skipped")
+        model, replaced = value.get("model"), value.get("replaced", 0)
+        if not (
+            isinstance(answer, str)
+            and isinstance(inline, list)
+            and all(_is_inline_entry(entry) for entry in inline)
+            and isinstance(skipped, Mapping)
+            and all(isinstance(k, str) and isinstance(n, int) for k, n in skipped.items())
+            and isinstance(model, str)
+            and isinstance(replaced, int)
+        ):
+            return None
+        assembler = cls(registry)
+        if answer:
+            assembler._texts.append(answer)
+        assembler.offset = utf16_length(answer)
+        for entry in inline:
+            assembler._record(dict(entry))
+        assembler.skipped, assembler.model, assembler.replaced = dict(skipped), model, replaced
+        return assembler
+
+    # --- internals --------------------------------------------------------------
+
+    def _current(self) -> _Step:
+        if self._step is None:  # a stream without message_start: take it as one
+            self._step = _Step()
+        return self._step
+
+    def _add_text(self, text: str) -> StreamEvent:
+        self._texts.append(text)
+        self.offset += utf16_length(text)
+        return text_event(text)
+
+    def _cite(self, citations: Iterable[dict[str, Any]], start: int, end: int) -> list[StreamEvent]:
+        events = []
+        for raw in citations:
+            citation, self.replaced = _count(storable_json(raw), self.replaced)
+            source = citation_source(citation)
+            if source is None:
+                kind = str(citation.get("type"))
+                self.skipped[kind] = self.skipped.get(kind, 0) + 1
+                continue
+            entry: dict[str, Any] = {
+                "source": source,
+                "title": citation.get("title") if isinstance(citation.get("title"), str) else None,
+                "cited_text": citation["cited_text"],
+                "start": start,
+                "end": end,
+            }
+            target = self.registry.target_for(source)
+            if target is not None:
+                entry["target"] = target.to_json()
+            self._record(entry)
+            events.append(citation_event(entry))
+        return events
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        self.inline.append(entry)
+        self._summary.setdefault(
+            (entry["source"], entry["cited_text"]),
+            {key: value for key, value in entry.items() if key not in ("start", "end")},
+        )
+
+
+def _count(cleaned: tuple[Any, int], total: int) -> tuple[Any, int]:
+    value, replaced = cleaned
+    return value, total + replaced
+
+
+def _is_inline_entry(entry: object) -> bool:
+    return (
+        isinstance(entry, Mapping)
+        and isinstance(entry.get("source"), str)
+        and isinstance(entry.get("cited_text"), str)
+        and isinstance(entry.get("start"), int)
+        and isinstance(entry.get("end"), int)
+    )
+
+
+def replay(events: Iterable[Event], assembler: TurnAssembler | None = None) -> TurnAssembler:
+    """Feed a validated record's events whole to `assembler` (a new one when None) and return it."""
+    assembler = assembler if assembler is not None else TurnAssembler()
+    for event in events:
+        if isinstance(event, ToolCallEvent):
+            assembler.tool_call(event.name, event.input, event.output)
+        elif isinstance(event, AssistantEvent):
+            assembler.assistant_message(event.message)
+    return assembler
+
+
+def assemble_record(events: Iterable[Event]) -> AssembledTurn:
+    """Feed a validated record's events whole and return what the turn stores (docs/turns.md).
+
+    Citations of types that are not recorded are logged by type and count, never their content.
+    """
+    assembler = replay(events)
+    for kind, count in assembler.skipped.items():
+        logger.info("skipped %d citation(s) of type %s (not recorded, docs/turns.md#citation-types)", count, kind)
+    return assembler.result()

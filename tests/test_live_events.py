@@ -1,0 +1,146 @@
+"""Event names declared once (citations/live_events.py): the docs' table, the code and the schema agree."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from citations.live_events import DATA_KEYS, EventName
+
+ROOT = Path(__file__).resolve().parent.parent
+HOME = ROOT / "citations" / "live_events.py"
+APPS = ("silvia", "citations", "chat", "pages", "finance", "devtools")
+
+
+def docs_event_table() -> list[tuple[str, list[str] | None]]:
+    """`(name, data keys)` per row of docs/live.md's event table; keys None when the data is no `{...}` object."""
+    text = (ROOT / "docs" / "live.md").read_text(encoding="utf-8")
+    table = text.split("| event | data |", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in table.strip().splitlines()[1:]:
+        name_cell, data_cell = (cell.strip() for cell in line.strip("|").split("|", 1))
+        data = re.match(r"`(\{[^`]*\})`", data_cell)
+        rows.append((name_cell.strip("`"), re.findall(r'"(\w+)"', data.group(1)) if data else None))
+    return rows
+
+
+def test_the_docs_event_table_lists_every_event_with_its_data_keys():
+    assert docs_event_table() == [
+        (name.value, list(keys) if keys is not None else None) for name, keys in DATA_KEYS.items()
+    ]
+    assert list(DATA_KEYS) == list(EventName)
+
+
+def _literals_outside_dict_keys(tree: ast.AST) -> list[ast.Constant]:
+    keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k is not None}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    # A keyword argument other than `name=`/`event=` is a label (`view="turn"`, a metric's), not an event.
+    labels = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg not in (None, "name", "event")
+    }
+    # A model's Meta names fields (`ordering = ["turn", "seq"]`), not events.
+    meta = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name == "Meta"
+        for inner in ast.walk(node)
+    }
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in keys | docstrings | meta | labels
+    ]
+
+
+# Where the words are the Anthropic format's, not our events': a content block or delta of type "text",
+# a message `role`, LiveTurnStatus's "done", the Messages API's own stream `error` event.
+_ANTHROPIC_FORMAT = {"text", "message", "error", "done"}
+_EVENT_MODULES = [ROOT / "chat" / "live", ROOT / "chat" / "api"]
+
+
+@pytest.mark.parametrize("path", [p for d in _EVENT_MODULES for p in sorted(d.rglob("*.py"))], ids=str)
+def test_no_event_name_literal_where_events_are_written_or_served(path):
+    """The modules that write, store and serve events name them through `EventName` only.
+
+    Event names that are also words of the Anthropic format (`text`, `message`, `error`) or a status (`done`) are
+    allowed as dict keys only; the others (`turn`, `citation`, `citations_summary`, `rewind`) nowhere.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {name.value for name in EventName}
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for node in _literals_outside_dict_keys(tree)
+        if node.value in names and node.value not in _ANTHROPIC_FORMAT
+    ]
+    assert found == []
+
+
+def test_the_distinct_event_names_appear_in_no_other_app_module():
+    distinct = {name.value for name in EventName} - _ANTHROPIC_FORMAT
+    found = []
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if path == HOME or "migrations" in path.parts:
+                continue
+            for node in _literals_outside_dict_keys(ast.parse(path.read_text(encoding="utf-8"))):
+                if node.value in distinct:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+# --- the OpenAPI schema -------------------------------------------------------
+
+
+@pytest.fixture
+def schema(db):
+    response = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    return json.loads(response.content)
+
+
+def test_every_operation_documents_401(schema):
+    operations = [(path, method, op) for path, item in schema["paths"].items() for method, op in item.items()]
+    assert len(operations) >= 4
+    for path, method, operation in operations:
+        assert "401" in operation["responses"], (path, method)
+        assert operation["responses"]["401"]["headers"]["WWW-Authenticate"]["schema"]["enum"] == ["Token"]
+
+
+def test_the_streams_are_described_event_by_event(schema):
+    turns = schema["paths"]["/api/chat/sessions/{session_id}/turns/"]["post"]["responses"]["200"]["content"]
+    events = schema["paths"]["/api/chat/turns/{turn_id}/events/"]["get"]["responses"]
+    for stream in (turns["text/event-stream"]["schema"], events["200"]["content"]["text/event-stream"]["schema"]):
+        variants = {v["properties"]["event"]["enum"][0]: v for v in stream["oneOf"]}
+        assert list(variants) == [name.value for name in EventName]
+        for name, keys in DATA_KEYS.items():
+            data = variants[name.value]["properties"]["data"]
+            assert data["type"] == "object"
+            if keys is not None:
+                assert list(data["properties"]) == list(keys) and data["required"] == list(keys)
+        assert variants["citation"]["properties"]["data"]["properties"]["citation"]["properties"]["start"] == {
+            "type": "integer",
+            "minimum": 0,
+        }
+    assert "204" in events
+
+
+def test_event_ids_have_a_minimum_of_zero(schema):
+    parameters = schema["paths"]["/api/chat/turns/{turn_id}/events/"]["get"]["parameters"]
+    by_name = {p["name"]: p for p in parameters}
+    assert by_name["Last-Event-ID"]["in"] == "header" and by_name["after"]["in"] == "query"
+    for name in ("Last-Event-ID", "after"):
+        assert by_name[name]["schema"] == {"type": "integer", "minimum": 0}

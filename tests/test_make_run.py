@@ -1,0 +1,71 @@
+"""`make run-recorded` stops at once, saying why, when an address it serves on is taken (issue 21, item 4).
+
+Real make, real sockets: a listening socket holds the port; make must exit
+before migrating or starting anything. Should the check ever fail, make would
+go on to serve: the process group is killed at the timeout, on a throwaway
+SQLite database.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def _taken_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _make_run_recorded(tmp_path: Path, recorded_port: int, host: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    command = ["make", "--no-print-directory", "run-recorded", f"RECORDED_PORT={recorded_port}", f"HOST={host}"]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("make run-recorded went on serving with its port taken")
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def test_run_recorded_stops_when_the_recorded_models_port_is_taken(tmp_path):
+    with _taken_port() as port:
+        result = _make_run_recorded(tmp_path, port, f"127.0.0.1:{_free_port()}")
+    assert result.returncode != 0
+    assert (
+        f"make run-recorded: 127.0.0.1:{port} (the recorded model) is taken by another process; "
+        "stop it, or pick another address: make run-recorded RECORDED_PORT=..."
+    ) in result.stderr
+    assert "migrate" not in result.stdout + result.stderr  # stopped before doing anything
+    assert not (tmp_path / "db.sqlite3").exists()
+
+
+def test_run_recorded_stops_when_the_demo_servers_address_is_taken(tmp_path):
+    with _taken_port() as port:
+        result = _make_run_recorded(tmp_path, _free_port(), f"127.0.0.1:{port}")
+    assert result.returncode != 0
+    assert f"make run-recorded: 127.0.0.1:{port} (the demo server) is taken by another process" in result.stderr
+    assert "HOST=..." in result.stderr
+    assert "serve_recorded_model" not in result.stdout + result.stderr

@@ -1,0 +1,332 @@
+"""/metrics: Prometheus, not public, multi-process aware (issue 21, item 5; docs/metrics.md).
+
+The endpoint is read back with prometheus-client's own parser. Counters of
+this process are compared before and after (the suite shares one registry);
+the multi-process test starts from an empty directory, so its figures are
+absolute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+import uuid
+from pathlib import Path
+
+import anthropic
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from chat import metrics
+from chat.backfill import backfill_citation_targets
+from chat.models import ChatLog, LiveTurn
+from chat.tools.base import ToolError
+from chat.tools.measured import MeasuredTool
+from chat.tools.registry import configured_tools
+from tests.factories import ChatLogFactory, UserFactory
+from tests.uvicorn_server import subprocess_database_url, uvicorn_server
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "turns"
+OUTCOMES = ("imported", "skipped", "failed")
+TOKEN = "metrics-test-token-9Qw3Er5Ty7Ui"
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """`{(sample name, sorted labels): value}` of an exposition."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _scrape(client: Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 200
+    return _samples(response.content.decode())
+
+
+def _value(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+# --- the endpoint ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_metrics_is_not_served_without_a_token_configured(settings):
+    settings.METRICS_TOKEN = ""
+    assert Client().get("/metrics").status_code == 404
+    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 404
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer wrong-token", f"Token {TOKEN}", f"Basic {TOKEN}", f"Bearer {TOKEN}x"],
+)
+def test_metrics_refuses_without_the_token(settings, authorization):
+    settings.METRICS_TOKEN = TOKEN
+    headers = {} if authorization is None else {"HTTP_AUTHORIZATION": authorization}
+    response = Client().get("/metrics", **headers)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'Bearer realm="metrics"'
+    assert b"silvia_" not in response.content
+
+
+@pytest.mark.django_db
+def test_metrics_answers_with_the_token(settings):
+    settings.METRICS_TOKEN = TOKEN
+    response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain; version=")
+    names = {family.name for family in text_string_to_metric_families(response.content.decode())}
+    assert {
+        "silvia_turns_finished",
+        "silvia_turn_first_text_seconds",
+        "silvia_model_request_seconds",
+        "silvia_tool_calls",
+        "silvia_sse_streams_open",
+        "silvia_imported_turns",
+        "silvia_live_turns",
+        "silvia_live_turn_queue_depth",
+    } <= names
+
+
+# --- imports and backfill --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_import_moves_the_import_counter_by_its_records(settings, tmp_path):
+    settings.METRICS_TOKEN = TOKEN
+    client = Client()
+    records = [record for path in sorted(EXAMPLES.glob("*.json")) for record in json.loads(path.read_text())]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"session": {"id": "not-a-uuid"}}\n')
+    key, skipped, failed = (("silvia_imported_turns_total", (("outcome", outcome),)) for outcome in OUTCOMES)
+    before = _scrape(client)
+
+    call_command("import_turns", str(EXAMPLES), "--create-users", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    after_first = _scrape(client)
+    assert after_first.get(key, 0) - before.get(key, 0) == len(records) == 15
+
+    call_command("import_turns", str(EXAMPLES), stdout=open(os.devnull, "w"))  # noqa: SIM115
+    with pytest.raises(Exception, match="1 record"):
+        call_command("import_turns", str(bad), stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))  # noqa: SIM115
+    after = _scrape(client)
+    assert after.get(key, 0) - after_first.get(key, 0) == 0
+    assert after.get(skipped, 0) - before.get(skipped, 0) == 15
+    assert after.get(failed, 0) - before.get(failed, 0) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_old_row_backfilled_moves_the_backfill_counters():
+    ChatLogFactory.create(
+        citations=[{"source": "silvia://your-portfolio", "title": "Your portfolio", "cited_text": "a"}],
+        inline_citations=[
+            {"source": "silvia://analysis", "title": "Analysis", "cited_text": "b", "start": 0, "end": 1},
+            {"source": "https://example.org/", "title": "Web", "cited_text": "c", "start": 1, "end": 2},
+        ],
+    )
+    before = {
+        key: _value(*key[:1], **dict(key[1:]))
+        for key in [
+            ("silvia_backfill_rows_total", ("result", "scanned")),
+            ("silvia_backfill_rows_total", ("result", "changed")),
+            ("silvia_backfill_citations_typed_total", ("kind", "portfolio")),
+            ("silvia_backfill_citations_typed_total", ("kind", "analysis")),
+        ]
+    }
+    backfill_citation_targets(model=ChatLog, dry_run=True)  # a dry run counts nothing
+    report = backfill_citation_targets(model=ChatLog)
+    assert report.rows_scanned == ChatLog.objects.count()
+    after = {key: _value(*key[:1], **dict(key[1:])) for key in before}
+    assert [after[key] - before[key] for key in before] == [report.rows_scanned, 1, 1, 1]
+
+
+# --- tools, streams, the model -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_tool_calls_are_counted_and_timed_by_name_and_outcome(maya):
+    tools = {tool.name: tool for tool in configured_tools()}
+    reader = tools["read_tax_authority"]
+    assert isinstance(reader, MeasuredTool)
+    ok, refused = ("read_tax_authority", "ok"), ("read_tax_authority", "tool_error")
+    before = {key: _value("silvia_tool_calls_total", tool=key[0], outcome=key[1]) for key in (ok, refused)}
+    timed = _value("silvia_tool_call_seconds_count", tool="read_tax_authority")
+
+    path = next(
+        p for p in (ROOT / "examples" / "corpus" / "tax-authority").rglob("*") if p.is_file() and p.suffix != ".json"
+    )
+    relative = str(path.relative_to(ROOT / "examples" / "corpus" / "tax-authority"))
+    assert reader.run({"path": relative}, user=maya)["content"]
+    with pytest.raises(ToolError):
+        reader.run({"path": "../../settings.py"}, user=maya)
+
+    assert _value("silvia_tool_calls_total", tool="read_tax_authority", outcome="ok") - before[ok] == 1
+    assert _value("silvia_tool_calls_total", tool="read_tax_authority", outcome="tool_error") - before[refused] == 1
+    assert _value("silvia_tool_call_seconds_count", tool="read_tax_authority") - timed == 2
+
+
+def test_an_sse_stream_is_counted_open_while_it_is_served():
+    def gauge() -> float:
+        return _value("silvia_sse_streams_open", view="test")
+
+    start = gauge()
+    stream = metrics.count_open_stream(iter([b"a", b"b"]), view="test")
+    assert next(stream) == b"a" and gauge() == start + 1
+    assert list(stream) == [b"b"] and gauge() == start
+
+    async def chunks():
+        yield b"x"
+        yield b"y"
+
+    async def read_one_then_close() -> float:
+        stream = metrics.count_open_stream(chunks(), view="test")
+        assert await stream.__anext__() == b"x"
+        during = gauge()
+        await stream.aclose()  # the client went away
+        return during
+
+    assert asyncio.run(read_one_then_close()) == start + 1
+    assert gauge() == start
+
+
+def test_the_sdks_retries_and_the_apis_responses_are_counted(recorded_model_server):
+    message = {"content": [{"type": "text", "text": "Hello."}], "stop_reason": "end_turn"}
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    recorded_model_server.load([{"steps": [{"attempts": [{"status": 529, "body": overloaded}, {"message": message}]}]}])
+    before = {
+        "retries": _value("silvia_model_request_retries_total"),
+        "529": _value("silvia_model_http_responses_total", status="529"),
+        "200": _value("silvia_model_http_responses_total", status="200"),
+    }
+    client = anthropic.Anthropic(
+        api_key="test-key",
+        base_url=recorded_model_server.base_url,
+        max_retries=2,
+        http_client=anthropic.DefaultHttpxClient(event_hooks=metrics.model_http_event_hooks()),
+    )
+    prompt = f"hello {uuid.uuid4()}"  # a request of its own: the attempts count per identical body
+    with client.messages.stream(model="m", max_tokens=50, messages=[{"role": "user", "content": prompt}]) as stream:
+        assert stream.get_final_message().content[0].text == "Hello."  # type: ignore[union-attr]
+    assert _value("silvia_model_request_retries_total") - before["retries"] == 1
+    assert _value("silvia_model_http_responses_total", status="529") - before["529"] == 1
+    assert _value("silvia_model_http_responses_total", status="200") - before["200"] == 1
+
+
+def test_the_turn_runners_points_record_what_they_are_given():
+    before = (
+        _value("silvia_turns_finished_total", outcome="failed", error_type="overloaded_error"),
+        _value("silvia_turn_duration_seconds_sum", outcome="failed"),
+        _value("silvia_turn_first_text_seconds_count"),
+        _value("silvia_model_request_seconds_sum", outcome="ok"),
+        _value("silvia_tool_timeouts_total", tool="execute_sql"),
+    )
+    metrics.turn_finished(outcome="failed", error_type="overloaded_error", seconds=4.5)
+    metrics.first_text(seconds=0.8)
+    metrics.model_request(seconds=2.25)
+    metrics.tool_timed_out(tool="execute_sql")
+    after = (
+        _value("silvia_turns_finished_total", outcome="failed", error_type="overloaded_error"),
+        _value("silvia_turn_duration_seconds_sum", outcome="failed"),
+        _value("silvia_turn_first_text_seconds_count"),
+        _value("silvia_model_request_seconds_sum", outcome="ok"),
+        _value("silvia_tool_timeouts_total", tool="execute_sql"),
+    )
+    assert [round(a - b, 6) for a, b in zip(after, before, strict=True)] == [1, 4.5, 1, 2.25, 1]
+
+
+# --- read from the database at scrape time ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_turns_by_state_and_failures_by_type_come_from_the_database(settings, maya):
+    settings.METRICS_TOKEN = TOKEN
+
+    def turn(status: str, error_type: str | None = None) -> None:
+        error = {"type": error_type, "message": "x"} if error_type else None
+        LiveTurn.objects.create(
+            session_id=uuid.uuid4(), user=maya, user_message="q", prompt_version="v5", status=status, error=error
+        )
+
+    for status, error_type in [
+        ("running", None),
+        ("done", None),
+        ("done", None),
+        ("failed", "overloaded_error"),
+        ("failed", "overloaded_error"),
+        ("failed", "timeout_error"),
+    ]:
+        turn(status, error_type)
+    samples = _scrape(Client())
+    assert {state: samples[("silvia_live_turns", (("state", state),))] for state in ("running", "done", "failed")} == {
+        "running": 1,
+        "done": 2,
+        "failed": 3,
+    }
+    assert samples[("silvia_live_turns_failed", (("error_type", "overloaded_error"),))] == 2
+    assert samples[("silvia_live_turns_failed", (("error_type", "timeout_error"),))] == 1
+    assert samples[("silvia_live_turn_queue_depth", ())] == 0
+
+
+@pytest.mark.django_db
+def test_the_database_pool_is_sampled(settings):
+    from django.db import connection
+
+    if getattr(connection, "pool", None) is None:
+        pytest.skip("no connection pool (SQLite, or DATABASE_POOL=false)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    stats = connection.pool.get_stats()  # type: ignore[attr-defined]  # Django 5.2's pool: not in the stubs yet
+    metrics.sample_pool(every_seconds=0)
+    in_use = _value("silvia_db_pool_connections", alias="default", state="in_use")
+    idle = _value("silvia_db_pool_connections", alias="default", state="idle")
+    assert in_use + idle == stats["pool_size"]
+    assert idle == stats.get("pool_available", 0)
+
+
+# --- several processes ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_scrape_adds_up_every_process_of_the_host(tmp_path):
+    """An import in its own process, a scrape of a uvicorn process: multiprocess mode, one shared directory."""
+    UserFactory.create(username="maya")
+    UserFactory.create(username="sam")
+    shared = tmp_path / "metrics"
+    shared.mkdir()
+    env = {
+        "DATABASE_URL": subprocess_database_url(tmp_path),
+        "PROMETHEUS_MULTIPROC_DIR": str(shared),
+        "METRICS_TOKEN": TOKEN,
+    }
+    imported = subprocess.run(
+        [sys.executable, "manage.py", "import_turns", str(EXAMPLES / "01-card-balances.json")],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert imported.returncode == 0, imported.stderr
+    expected = len(json.loads((EXAMPLES / "01-card-balances.json").read_text()))
+    with uvicorn_server(tmp_path / "server.log", env, ["--workers", "2"]) as server:
+        request = urllib.request.Request(f"{server.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            samples = _samples(response.read().decode())
+        refused = urllib.request.Request(f"{server.url}/metrics")
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(refused, timeout=30)
+        assert answer.value.code == 401
+    assert samples[("silvia_imported_turns_total", (("outcome", "imported"),))] == expected == 3
+    assert samples[("silvia_live_turns", (("state", "running"),))] == 0
