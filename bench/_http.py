@@ -34,6 +34,8 @@ def django_env(database_url: str) -> dict[str, str]:
         DJANGO_SECRET_KEY=env.get("DJANGO_SECRET_KEY", "bench-only-secret-key-not-for-production-0123456789"),
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         DJANGO_LOG_LEVEL="WARNING",
+        # No access log, as the floor writes none (uvicorn's --no-access-log says the same).
+        DJANGO_ACCESS_LOG="false",
         PYTHONPATH=str(ROOT),
     )
     return env

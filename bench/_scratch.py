@@ -4,8 +4,9 @@ Every database a benchmark creates is named `<prefix>_<kind>_<pid>_<n>`.
 The prefix is `BENCH_DB_PREFIX` (default `silvia_bench`; `bench/run_all.py`
 passes one per run, so it can sweep whatever a killed benchmark left).
 Dropping a scratch database also drops the two roles the finance migration
-created for it (`finance.view_sql.role_names`): roles are cluster-wide and
-outlive `DROP DATABASE`.
+created for it, with the project's own drop path
+(`finance.sql_roles.drop_database_roles`, as `manage.py drop_sql_roles`):
+roles are cluster-wide and outlive `DROP DATABASE`.
 """
 
 from __future__ import annotations
@@ -52,27 +53,23 @@ def create_database(server_url: str, name: str) -> None:
 
 def drop_database(server_url: str, name: str) -> None:
     """Drop database `name` (closing its sessions) and the roles its migration created."""
-    from finance.view_sql import role_names
+    from finance.sql_roles import drop_database_roles
 
     with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        for role in role_names(name):
-            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        drop_database_roles(admin, name)
 
 
 def drop_database_roles(server_url: str, name: str) -> list[str]:
-    """Drop the two roles the finance migration created for database `name` (when it is gone); returns them."""
-    from finance.view_sql import role_names
+    """Drop the two roles the finance migration created for database `name`, once it is gone; returns them."""
+    from finance.sql_roles import DatabaseStillExistsError
+    from finance.sql_roles import drop_database_roles as drop_roles
 
-    dropped = []
     with psycopg.connect(server_url, autocommit=True) as admin:
-        if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+        try:
+            return drop_roles(admin, name).dropped
+        except DatabaseStillExistsError:
             return []
-        for role in role_names(name):
-            if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone():
-                admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
-                dropped.append(role)
-    return dropped
 
 
 @contextlib.contextmanager
@@ -87,12 +84,12 @@ def scratch_postgres(server_url: str, kind: str = "db") -> Iterator[tuple[str, s
 
 
 def sweep(server_url: str, name_prefix: str) -> list[str]:
-    """Drop every database starting with `name_prefix` and every role named after one; returns what was dropped.
+    """Drop every database starting with `name_prefix` and the roles named after one; returns what was dropped.
 
     For `run_all.py`, with the prefix it gave its benchmarks: what a killed
     benchmark could not drop itself.
     """
-    from finance.view_sql import role_names
+    from finance.sql_roles import drop_database_roles as drop_roles
 
     pattern = name_prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%"
     dropped = []
@@ -101,9 +98,6 @@ def sweep(server_url: str, name_prefix: str) -> list[str]:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
             dropped.append(name)
         roles = admin.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE %s", [pattern]).fetchall()
-        for (role,) in roles:
-            base = role.removesuffix("_sql_reader").removesuffix("_sql_views")
-            if role in role_names(base):
-                admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
-                dropped.append(role)
+        for base in sorted({role.removesuffix("_sql_reader").removesuffix("_sql_views") for (role,) in roles}):
+            dropped += drop_roles(admin, base).dropped
     return dropped
