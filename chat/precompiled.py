@@ -42,19 +42,28 @@ class PrecompiledQuery:
     as Django sends it); no other conversion by a field is replayed. Rows
     come back in the queryset's select order, through Django's converters
     for the columns (so dates are dates on SQLite too).
+
+    `shape` (hashable, passed to `build` after the markers) is for what
+    Django writes into the SQL rather than as a parameter, such as a
+    slice's LIMIT and OFFSET: each shape is compiled once, and the
+    `MAX_SHAPES` most recently used are kept.
     """
+
+    MAX_SHAPES = 64
 
     def __init__(self, build: Callable[..., QuerySet[Any, Any]], *markers: Marker) -> None:
         self._build = build
         self._markers = markers
-        self._compiled: dict[tuple[str, str], _Compiled] = {}
+        self._compiled: dict[tuple[Any, ...], _Compiled] = {}
 
-    def _compile(self, using: str) -> _Compiled:
+    def _compile(self, using: str, shape: tuple[Any, ...]) -> _Compiled:
         connection = connections[using]
-        key = (using, connection.vendor)
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            compiler = self._build(*self._markers).query.get_compiler(using)
+        key = (using, connection.vendor, *shape)
+        compiled = self._compiled.pop(key, None)
+        if compiled is not None:
+            self._compiled[key] = compiled  # most recently used last
+        else:
+            compiler = self._build(*self._markers, *shape).query.get_compiler(using)
             sql, params = compiler.as_sql()
             slots = []
             for marker in self._markers:
@@ -66,11 +75,15 @@ class PrecompiledQuery:
                 slots.append((positions, as_hex))
             converters = compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]])
             compiled = self._compiled[key] = _Compiled(sql, tuple(params), tuple(slots), compiler, converters)
+            while len(self._compiled) > self.MAX_SHAPES:
+                del self._compiled[next(iter(self._compiled))]
         return compiled
 
-    def rows(self, *values: Marker, using: str = DEFAULT_DB_ALIAS) -> list[tuple[Any, ...]]:
-        """All rows of the query with `values` (one per marker, in order) in place of the markers."""
-        compiled = self._compile(using)
+    def rows(
+        self, *values: Marker, shape: tuple[Any, ...] = (), using: str = DEFAULT_DB_ALIAS
+    ) -> list[tuple[Any, ...]]:
+        """All rows of the query of `shape` with `values` (one per marker, in order) in place of the markers."""
+        compiled = self._compile(using, shape)
         params = list(compiled.params)
         for value, (positions, as_hex) in zip(values, compiled.slots, strict=True):
             for position in positions:
