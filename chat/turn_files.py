@@ -250,7 +250,8 @@ class _Scanner:
 
 def _json_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
     scanner = _Scanner(handle)
-    scanner.more()
+    while len(scanner.buf) < len(_BOM) and scanner.more():
+        pass
     if scanner.buf.startswith(_BOM):
         scanner.pos = len(_BOM)
     try:
