@@ -61,7 +61,7 @@ def test_started_view_and_finished_run_on_one_kept_thread(monkeypatch):
 
 def test_the_chain_is_the_sync_one():
     assert isinstance(application, ASGIHandler)
-    assert not asyncio.iscoroutinefunction(application._middleware_chain)
+    assert not asyncio.iscoroutinefunction(application._middleware_chain)  # type: ignore[attr-defined]
 
 
 def test_the_api_answers_through_it(token_client):

@@ -64,4 +64,5 @@ def test_the_selectors_answer_as_before(maya, other_user):
     assert detail.last_message_at == max(log.created_at for log in logs)
     assert detail.after is not None and detail.after.id == logs[0].id
     assert session_detail_for_user(session_id=session.id, user=other_user) is None
-    assert session_detail_for_user(session_id=session.id, user=maya, after=uuid.uuid4()).after is None
+    unknown_after = session_detail_for_user(session_id=session.id, user=maya, after=uuid.uuid4())
+    assert unknown_after is not None and unknown_after.after is None
