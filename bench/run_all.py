@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark with small defaults, a few minutes in all.
+"""`make bench`: every benchmark with small defaults, about 15 minutes in all.
 
     .venv/bin/python bench/run_all.py [--database-url postgres://user@host:5432/postgres]
 
