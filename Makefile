@@ -45,7 +45,14 @@ run-recorded: install
 	trap 'kill $$pid' EXIT INT TERM; \
 	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run
 
-test: install
+# Test-only JavaScript: axe-core, which the browser tests inject for their accessibility check
+# (package.json; never served by the pages).
+node_modules/.installed: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "The browser tests' accessibility check needs npm (apt-get install npm)" >&2; exit 1; }
+	npm ci --no-audit --no-fund --silent
+	touch $@
+
+test: install node_modules/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks run with DEBUG off (as served); a throwaway key lets settings load.
@@ -66,4 +73,4 @@ lock:
 	$(PYTHON) requirements/lock.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .hypothesis
+	rm -rf $(VENV) var node_modules .pytest_cache .hypothesis

@@ -13,7 +13,9 @@ Runs, each in its own process, printing its figures as it goes:
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
 8. `live_turns.py --turns 20` on SQLite (and PostgreSQL when it answers);
 9. `orm_vs_raw.py`: the raw writes left in the code against the ORM's bulk operations;
-10. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record.
+10. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record;
+11. `sandbox.py --runs 10`: an `execute_python` call in its sandbox vs unconfined, and
+    SQLite's guarded `printf` vs its own.
 
 At the end it repeats the lines of issue 24's table, each a median with the
 range of its rounds, and drops any scratch database (and its roles) of this
@@ -204,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         dropped = sweep(server_url, run_prefix)
         if dropped:
             notes.append(f"dropped what a benchmark left behind: {', '.join(dropped)}")
+    results.append(
+        _run_here("sandbox: execute_python sandboxed vs unconfined; guarded printf vs SQLite's", ["bench/sandbox.py"])
+    )
 
     results.append(
         _run_here("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])

@@ -17,7 +17,7 @@ from django.db.models.functions import Cast, Coalesce
 from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
 from chat.precompiled import PrecompiledQuery
-from citations.turn import parse_uuid
+from citations.uuids import parse_uuid
 
 #: Most recently active first; the index `chat_sessions_user_order` serves it.
 SESSION_ORDER = ("-updated_at", "-created_at", "-id")

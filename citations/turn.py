@@ -11,7 +11,6 @@ turn stores is computed by `citations.assembler`; the Django side
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from citations.text import text_problem
+from citations.uuids import parse_uuid
 
 PROMPT_VERSIONS = ("v5", "legacy")
 TITLE_MAX_LENGTH = 500
@@ -107,18 +107,6 @@ def _expect(value: object, kind: type[_T], path: str, what: str) -> _T:
     if not isinstance(value, kind):
         raise TurnRecordError(path, f"expected {what}, got {_describe(value)}")
     return value
-
-
-def parse_uuid(value: object) -> uuid.UUID | None:
-    """`value` as a UUID when it is a string in the canonical 8-4-4-4-12 hex
-    form (either case), else None. Stricter than `uuid.UUID`, which also
-    takes braces, `urn:uuid:` and undashed hex: an id has one spelling."""
-    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
-        return uuid.UUID(value)
-    return None
-
-
-_CANONICAL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _uuid(value: object, path: str) -> uuid.UUID:

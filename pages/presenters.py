@@ -1,19 +1,19 @@
 """Citation chips and cited spans for the pages (docs/turns.md#what-a-turn-stores, docs/privacy.md and docs/pages.md).
 
 Pure: no ORM, no HTTP. `chip_for_citation` is the one place that turns a
-stored citation into what a page shows; `pages/static/pages/chips.js` applies
-the same rules in the browser for live turns (a browser test ties the two).
+stored citation into what a page shows (live turns too: the server renders
+them, see `pages.markdown`).
 Nothing here raises on stored data, whatever shape it has: a citation that
 cannot be read falls back to its `source` and `title`, never disappears.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from citations.corpus import CORPUS_FOLDERS
 from citations.targets import (
     AccountsTarget,
     AccountTarget,
@@ -27,30 +27,47 @@ from citations.targets import (
     parse_citation_target,
 )
 from citations.urls import account_path
+from citations.utf16 import utf16_index
 
 __all__ = [
     "FINNHUB_SOURCE",
     "PORTFOLIO_PATH",
-    "AnswerPiece",
     "Chip",
     "ChipLink",
-    "answer_pieces",
+    "CitedSpan",
     "chip_for_citation",
+    "cited_spans",
+    "readable_file_name",
     "safe_href",
 ]
 
 PORTFOLIO_PATH = "/portfolio/"
 """Where a `portfolio` chip links (the portfolio page)."""
 
+CHIP_LABEL_FITS = 18
+"""Characters of a chip label that fit in its narrowest width (pages.css `.chip__label`, 11rem on a phone)."""
+
 FINNHUB_SOURCE = "silvia://market-data/finnhub"
 """The source whose `analysis` chip reads "Live data" (docs/citable.md and docs/pages.md)."""
 
 # http(s) only, and no ASCII control character or space anywhere: browsers
 # strip or ignore those, which is how `java\tscript:` style tricks get in.
-# chips.js uses the same expression.
 _SAFE_URL = re.compile(r"^https?://[^\x00-\x20\x7f]+$", re.IGNORECASE)
 
 _LIBRARY = (TaxReferenceTarget, CardDocumentTarget, MortgageReferenceTarget)
+_LIBRARY_SOURCE = re.compile(rf"^silvia://(?:{'|'.join(map(re.escape, CORPUS_FOLDERS.values()))})/")
+
+# A title that is a file name: what a library read stores when its sidecar has no title (docs/citable.md).
+_FILE_NAME = re.compile(r"^[^\s/]+\.(?:md|markdown|txt|xml|html?|json|pdf)$", re.IGNORECASE)
+_FILE_EXTENSION = re.compile(r"\.(?:md|markdown|txt|xml|html?|json|pdf)$", re.IGNORECASE)
+# Words a file name writes in lower case that a reader expects otherwise ("ira-deadlines.md" -> "IRA deadlines").
+_WORDS = {
+    **{w: w.upper() for w in ("ira", "irs", "hsa", "fsa", "apr", "apy", "cfr", "usc", "rmd", "etf", "fdic")},
+    **{w: w.upper() for w in ("heloc", "pmi", "ltv", "tila", "respa", "cfpb", "fha", "sep", "agi", "magi")},
+    "roth": "Roth",
+    "401k": "401(k)",
+    "403b": "403(b)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +96,11 @@ class Chip:
     title: str = ""
     cited_text: str = ""
 
+    @property
+    def label_may_be_cut(self) -> bool:
+        """Whether a narrow screen may cut the label short (pages.css: 11rem), so it gets a tooltip."""
+        return len(self.label) > CHIP_LABEL_FITS
+
 
 def safe_href(value: object) -> str | None:
     """`value` when it is an http/https URL a page may link to, else None."""
@@ -94,7 +116,7 @@ def _text(value: object) -> str:
 def _host(url: str) -> str:
     """The host of an http(s) `url` as written (port and user info dropped), else `url`.
 
-    By hand rather than `urlsplit`, so chips.js can do exactly the same.
+    By hand rather than `urlsplit`: the authority as written, never re-encoded.
     """
     authority = re.split(r"[/?#\\]", url[url.index("://") + 3 :], maxsplit=1)[0]
     host = authority[authority.rfind("@") + 1 :]
@@ -102,8 +124,33 @@ def _host(url: str) -> str:
     return host or url
 
 
+def readable_file_name(name: str) -> str:
+    """A label for a library document known only by its file name: "ira-deadlines.md" -> "IRA deadlines".
+
+    The extension goes, `-` and `_` become spaces, the first word is
+    capitalised and a few finance abbreviations are written as people do
+    (IRA, APR, 401(k), Roth). A name with nothing left comes back as it is.
+    """
+    words = re.split(r"[-_\s]+", _FILE_EXTENSION.sub("", name).strip("-_ "))
+    words = [_WORDS.get(w.lower(), w) for w in words if w]
+    if not words:
+        return name
+    first = words[0]
+    words[0] = first[:1].upper() + first[1:]
+    return " ".join(words)
+
+
+def _library_title(source: str, title: str) -> str:
+    """A library document's title, readable when it is missing or only a file name (from `source`'s path)."""
+    if title and not _FILE_NAME.match(title):
+        return title
+    name = title or (source.rstrip("/").rsplit("/", 1)[-1] if _LIBRARY_SOURCE.match(source) else "")
+    return readable_file_name(name) if name else title
+
+
 def _fallback(source: str, title: str, cited_text: str) -> Chip:
     href = safe_href(source)
+    title = _library_title(source, title) if _LIBRARY_SOURCE.match(source) else title
     label = title or (_host(source) if href else source) or "Source"
     return Chip("fallback", label, href, href is not None, title=title, cited_text=cited_text)
 
@@ -150,6 +197,8 @@ def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> 
         return Chip("market_data", target.ticker, title=title, cited_text=cited)
     if isinstance(target, AnalysisTarget):
         return Chip("analysis", "Live data" if source == FINNHUB_SOURCE else "Analysis", title=title, cited_text=cited)
+    if isinstance(target, _LIBRARY):
+        title = _library_title(source, title)
     if isinstance(target, (WebTarget, *_LIBRARY)):
         url = target.url
         href = safe_href(url)
@@ -159,61 +208,38 @@ def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> 
 
 
 @dataclass(frozen=True, slots=True)
-class AnswerPiece:
-    """A run of answer text (`cited` when some citation covers it), or the chips placed after a span."""
+class CitedSpan:
+    """An inline citation's chip and span, `[start, end)` as indices into the answer `str`."""
 
-    text: str = ""
-    cited: bool = False
-    chips: tuple[Chip, ...] = field(default=())
-
-
-def _utf16_boundaries(text: str) -> dict[int, int]:
-    """UTF-16 offset -> index into `text`, for every offset between two characters."""
-    bounds, units = {0: 0}, 0
-    for index, char in enumerate(text, 1):
-        units += 2 if ord(char) > 0xFFFF else 1
-        bounds[units] = index
-    return bounds
+    chip: Chip
+    start: int
+    end: int
 
 
 def _offset(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def answer_pieces(
-    answer: str, inline: object, *, account_names: Mapping[str, str]
-) -> tuple[list[AnswerPiece], list[Chip]]:
-    """The answer cut at its inline citations' spans (docs/turns.md#what-a-turn-stores); never raises.
+def cited_spans(answer: str, inline: object, *, account_names: Mapping[str, str]) -> tuple[list[CitedSpan], list[Chip]]:
+    """Each inline citation's chip and span (docs/turns.md#what-a-turn-stores), in stored order; never raises.
 
-    `inline` is the stored `inline_citations` value. Spans are UTF-16 code
-    unit offsets, end exclusive. Returns the pieces in order (text runs, and
-    after each span's end the chips of the citations ending there, in stored
-    order) and the chips whose span is missing, not integers, reversed, out
-    of range or splitting a character, to be shown after the text.
+    `inline` is the stored `inline_citations` value; spans are UTF-16 code
+    unit offsets, end exclusive, converted here to `str` indices. Returns
+    the usable spans and the chips whose span is missing, not integers,
+    reversed, out of range or splitting a character (shown after the text).
     """
     entries: Sequence[object] = inline if isinstance(inline, list) else []
-    bounds = _utf16_boundaries(answer)
-    placed: dict[int, list[Chip]] = {}
-    spans: list[tuple[int, int]] = []
+    to_index = utf16_index(answer)
+    spans: list[CitedSpan] = []
     stray: list[Chip] = []
     for entry in entries:
         chip = chip_for_citation(entry, account_names=account_names)
         start = _offset(entry.get("start")) if isinstance(entry, dict) else None
         end = _offset(entry.get("end")) if isinstance(entry, dict) else None
-        if start is None or end is None or start > end or start not in bounds or end not in bounds:
+        begin = to_index(start) if start is not None else None
+        finish = to_index(end) if end is not None else None
+        if begin is None or finish is None or begin > finish:
             stray.append(chip)
             continue
-        begin, finish = bounds[start], bounds[end]
-        spans.append((begin, finish))
-        placed.setdefault(finish, []).append(chip)
-    cuts = sorted({0, len(answer), *(i for span in spans for i in span)})
-    pieces: list[AnswerPiece] = []
-    for left, right in itertools.pairwise(cuts):
-        if left in placed:
-            pieces.append(AnswerPiece(chips=tuple(placed.pop(left))))
-        covered = any(begin <= left and right <= finish for begin, finish in spans)
-        pieces.append(AnswerPiece(answer[left:right], covered))
-    # What is left ends at the end of the answer (or the answer is empty).
-    for position in sorted(placed):
-        pieces.append(AnswerPiece(chips=tuple(placed[position])))
-    return pieces, stray
+        spans.append(CitedSpan(chip, begin, finish))
+    return spans, stray

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from chat.models import ChatLog
+from chat.selectors import session_get_for_user, session_messages
+from citations.uuids import parse_uuid
 from finance.selectors import account_target_id, accounts_for_user
 
 
@@ -18,3 +21,15 @@ def account_names_for_user(*, user: AbstractBaseUser) -> dict[str, str]:
         if target_id is not None:
             names[target_id] = account.label
     return names
+
+
+def turn_get_for_user(*, session_id: str, log_id: str, user: AbstractBaseUser) -> ChatLog | None:
+    """The turn `log_id` of the caller's session `session_id`, or None (missing, another user's, malformed ids).
+
+    At most two queries (the session, then the turn).
+    """
+    session = session_get_for_user(session_id=session_id, user=user)
+    log_uuid = parse_uuid(log_id)
+    if session is None or log_uuid is None:
+        return None
+    return session_messages(session=session).filter(pk=log_uuid).first()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, cast
 
@@ -9,20 +10,29 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
+from django.views.decorators.http import require_GET, require_POST
 
+from chat.models import ChatLog
 from chat.selectors import session_get_for_user, session_list_for_user, session_messages
 from citations.urls import account_path
 from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
-from pages.presenters import answer_pieces
-from pages.selectors import account_names_for_user
+from pages.selectors import account_names_for_user, turn_get_for_user
 
 SESSIONS_PER_PAGE = 50
 """The API's page size (docs/api.md), so both list the same sessions per page."""
 
 TURNS_PER_PAGE = 50
 """Turns on one session page; a long session opens on its latest turns, `?page=N` goes back."""
+
+PREVIEW_MAX_CHARS = 262_144
+"""The longest answer `/chat/answer-preview/` renders (a model's longest answer is 64K tokens,
+about this many characters), so one request cannot ask for seconds of rendering."""
+
+PREVIEW_MAX_CITATIONS = 10_000
+"""The most inline citations `/chat/answer-preview/` takes."""
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -64,27 +74,95 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     # Paged newest first, so page 1 holds the latest turns (the page a
     # conversation is continued from); each page reads oldest first.
     page = Paginator(session_messages(session=session).reverse(), TURNS_PER_PAGE).get_page(request.GET.get("page"))
-    turns = []
-    for log in reversed(page.object_list):
-        pieces, stray = answer_pieces(log.response, log.inline_citations, account_names=names)
-        turns.append({"log": log, "pieces": pieces, "stray": stray})
+    turns = [_turn(log, names) for log in reversed(page.object_list)]
     context = {
         "session": session,
         "session_id": session.id,
         "turns": turns,
         "page": page,
-        "account_names": names,
         "nav": "chat",
         **_ask_context(),
     }
     return render(request, "pages/session_detail.html", context)
 
 
+def _render_answer(answer: str, inline: object, names: dict[str, str], *, partial: bool = False) -> Any:
+    # Imported here: markdown-it-py and nh3 load with the first answer a page shows, not at
+    # start-up (`manage.py check`, a worker's boot: tests/test_startup.py).
+    from pages.markdown import render_answer
+
+    return render_answer(answer, inline, account_names=names, partial=partial)
+
+
+def _turn(log: ChatLog, names: dict[str, str]) -> dict[str, Any]:
+    """The context of `pages/_turn.html` for one stored turn."""
+    answer = _render_answer(log.response, log.inline_citations, names)
+    return {"log": log, "answer": answer, "chip_prefix": f"chip-{log.id}"}
+
+
+@require_GET
+@login_required
+def turn_detail(request: HttpRequest, session_id: str, log_id: str) -> HttpResponse:
+    """`/chat/<session id>/turns/<log id>/`: one turn's `<article>`, as its session page shows it.
+
+    What a live turn puts in the page once it is saved, so the page then
+    equals a reload. 404 unless the turn is in the caller's session.
+    """
+    log = turn_get_for_user(session_id=session_id, log_id=log_id, user=_caller(request))
+    if log is None:
+        raise Http404("No such turn.")
+    names = account_names_for_user(user=_caller(request))
+    return render(request, "pages/_turn.html", {"turn": _turn(log, names)})
+
+
+def _preview_input(body: bytes) -> tuple[str, list[Any]]:
+    """`answer` and `inline_citations` of a preview request body; ValueError naming what is wrong."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"body: not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ValueError("body: expected an object")
+    answer, inline = data.get("answer"), data.get("inline_citations", [])
+    if not isinstance(answer, str):
+        raise ValueError("answer: expected a string")
+    if len(answer) > PREVIEW_MAX_CHARS:
+        raise ValueError(f"answer: longer than {PREVIEW_MAX_CHARS} characters")
+    if not isinstance(inline, list):
+        raise ValueError("inline_citations: expected a list")
+    if len(inline) > PREVIEW_MAX_CITATIONS:
+        raise ValueError(f"inline_citations: more than {PREVIEW_MAX_CITATIONS}")
+    return answer, inline
+
+
+@require_POST
+@login_required
+def answer_preview(request: HttpRequest) -> HttpResponse:
+    """`POST /chat/answer-preview/` `{"answer", "inline_citations"}`: a streaming answer as it may show now.
+
+    The page posts what a live turn has sent so far and puts the HTML in
+    place (docs/pages.md#streaming): the same renderer as the saved answer,
+    in its partial mode. Only the caller's account names are used. 400 with
+    `{"detail"}` for a body that is not that shape.
+    """
+    try:
+        answer, inline = _preview_input(request.body)
+    except ValueError as error:
+        return JsonResponse({"detail": str(error)}, status=400)
+    names = account_names_for_user(user=_caller(request))
+    rendered = _render_answer(answer, inline, names, partial=True)
+    return render(request, "pages/_answer_preview.html", {"answer": rendered})
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """`/favicon.ico`, which browsers and tools ask for whatever a page links: the static icon."""
+    return redirect(static("pages/favicon.ico"), permanent=True)
+
+
 @login_required
 def session_new(request: HttpRequest) -> HttpResponse:
     """`/chat/new/`: an empty conversation with a fresh id; its first question creates it."""
-    names = account_names_for_user(user=_caller(request))
-    context = {"session": None, "session_id": uuid.uuid4(), "turns": [], "account_names": names, **_ask_context()}
+    context = {"session": None, "session_id": uuid.uuid4(), "turns": [], **_ask_context()}
     return render(request, "pages/session_detail.html", context)
 
 

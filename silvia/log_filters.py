@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import traceback
+from collections.abc import Mapping
 from types import TracebackType
 
 # Records of `django.db.backends` (and `.schema`) carry the statement in
@@ -31,16 +32,24 @@ _PROBES = ("/healthz", "/readyz")
 
 
 class PrivacyFilter(logging.Filter):
-    """Rewrite a record so that no account id, target or citation JSON can reach a handler.
+    """Rewrite a record so that no user data (account ids and names, questions, SQL the model
+    wrote, tool input, targets, citation JSON) can reach a handler, whatever the caller passed.
 
+    - Every traceback keeps its frames and exception classes, but no exception
+      message: the SDK's `ValueError` for tool input it cannot parse quotes the
+      input, `IntegrityError` quotes row values, a template's
+      `VariableDoesNotExist` quotes its whole context. An exception passed as
+      the message or as an argument becomes its class name.
+    - `django.template` records keep their message only (variable and
+      template names): no traceback, no context, at every level.
+    - The `request` a record carries (Django's `extra`) is dropped, so no
+      handler can render the request, its body or Django's technical 500 page.
     - SQL debug records: the message becomes `(seconds) VERB "table"; alias=…`;
       `sql` and `params` keep only that too.
     - Any string argument that is a path or request line (`/a?b`, `GET /a?b HTTP/1.1`):
       the query string becomes `?…` and `/accounts/<id>` becomes `/accounts/…`.
-    - A traceback whose exception chain holds a database error keeps its frames,
-      but every message of the chain is withheld: `IntegrityError` and
-      `DataError` quote row values.
-    Always returns True (it redacts, never drops).
+    Drops the DEBUG records of HTTP clients (whole requests); otherwise
+    returns True (it redacts).
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -48,10 +57,22 @@ class PrivacyFilter(logging.Filter):
         if isinstance(sql, str):
             _redact_sql_record(record, sql)
         elif isinstance(record.args, tuple) and record.args:
-            record.args = tuple(redact_url(a) if isinstance(a, str) else a for a in record.args)
-        if record.exc_info and record.exc_info[1] is not None and _holds_database_error(record.exc_info[1]):
+            record.args = tuple(_redact_argument(a) for a in record.args)
+        elif isinstance(record.args, Mapping) and record.args:
+            record.args = {key: _redact_argument(value) for key, value in record.args.items()}
+        if isinstance(record.msg, BaseException):
+            record.msg = _exception_name(record.msg)
+        if getattr(record, "request", None) is not None:
+            record.request = None
+        if record.name == "django.template" or record.name.startswith("django.template."):
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        elif record.exc_info and record.exc_info[1] is not None:
             record.exc_text = _withheld_traceback(record.exc_info[1])
             record.exc_info = None
+        elif record.exc_text and not getattr(record, "silvia_withheld", False):
+            # Formatted before it reached us (a queue handler): its text is unknown.
+            record.exc_text = "(traceback withheld: it may quote user data)"
+        record.silvia_withheld = True
         if record.levelno < logging.INFO and record.name.partition(".")[0] in _HTTP_CLIENT_LOGGERS:
             # The SDK's and httpx's debug lines print whole requests: the user's
             # message and the tool results, account ids and balances included.
@@ -122,6 +143,18 @@ def _redact_sql_record(record: logging.LogRecord, sql: str) -> None:
         record.msg, record.args = "%s", (summary,)
 
 
+def _redact_argument(value: object) -> object:
+    if isinstance(value, str):
+        return redact_url(value)
+    if isinstance(value, BaseException):
+        return _exception_name(value)
+    return value
+
+
+def _exception_name(exc: BaseException) -> str:
+    return f"{type(exc).__module__}.{type(exc).__qualname__} (message withheld)"
+
+
 def _exception_chain(exc: BaseException) -> list[BaseException]:
     chain: list[BaseException] = []
     current: BaseException | None = exc
@@ -129,21 +162,6 @@ def _exception_chain(exc: BaseException) -> list[BaseException]:
         chain.append(current)
         current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     return chain
-
-
-def _holds_database_error(exc: BaseException) -> bool:
-    import sqlite3
-
-    from django.db import Error as DjangoDatabaseError
-
-    kinds: tuple[type[BaseException], ...] = (DjangoDatabaseError, sqlite3.Error)
-    try:
-        import psycopg
-
-        kinds = (*kinds, psycopg.Error)
-    except ImportError:  # pragma: no cover - psycopg is a pinned requirement
-        pass
-    return any(isinstance(e, kinds) for e in _exception_chain(exc))
 
 
 def _withheld_traceback(exc: BaseException) -> str:
@@ -154,5 +172,5 @@ def _withheld_traceback(exc: BaseException) -> str:
         tb: TracebackType | None = e.__traceback__
         parts.append("Traceback (most recent call last):\n")
         parts.extend(traceback.format_tb(tb))
-        parts.append(f"{type(e).__module__}.{type(e).__qualname__}: (message withheld: it may quote row data)\n")
+        parts.append(f"{type(e).__module__}.{type(e).__qualname__}: (message withheld: it may quote user data)\n")
     return "".join(parts).rstrip("\n")

@@ -32,6 +32,8 @@ if not SECRET_KEY:
     SECRET_KEY = "django-insecure-local-debug-only"  # noqa: S105 -- DEBUG only; check --deploy flags the prefix
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# A JSON 403 under /api/, Django's page elsewhere (docs/api.md#errors).
+CSRF_FAILURE_VIEW = "silvia.views.csrf_failure"
 
 # HTTPS (each one a `check --deploy` item; docs/deploying.md "The environment" sets them all).
 # Off by default so that `make run` and the tests work over plain HTTP.
@@ -226,14 +228,25 @@ EXA_API_KEY = env.str("EXA_API_KEY", default="")
 EXA_BASE_URL = env.str("EXA_BASE_URL", default="https://api.exa.ai")
 SEARCH_WEB_TIMEOUT_SECONDS = env.float("SEARCH_WEB_TIMEOUT_SECONDS", default=15.0)
 SEARCH_WEB_MAX_RESULTS = env.int("SEARCH_WEB_MAX_RESULTS", default=5)
-# execute_python: a limited subprocess, off unless enabled. The code can read
-# FINNHUB_API_KEY when it is set (the one variable passed in).
+# execute_python: model code in a bubblewrap sandbox (docs/sandbox.md), off
+# unless enabled, and not offered when the sandbox cannot start. The code can
+# read FINNHUB_API_KEY when it is set (the one variable passed in).
 EXECUTE_PYTHON_ENABLED = env.bool("EXECUTE_PYTHON_ENABLED", default=False)
 EXECUTE_PYTHON_TIMEOUT_SECONDS = env.float("EXECUTE_PYTHON_TIMEOUT_SECONDS", default=10.0)
 EXECUTE_PYTHON_CPU_SECONDS = env.int("EXECUTE_PYTHON_CPU_SECONDS", default=5)
 EXECUTE_PYTHON_MEMORY_MB = env.int("EXECUTE_PYTHON_MEMORY_MB", default=512)
+EXECUTE_PYTHON_MAX_PROCESSES = env.int("EXECUTE_PYTHON_MAX_PROCESSES", default=16)
+EXECUTE_PYTHON_DISK_MB = env.int("EXECUTE_PYTHON_DISK_MB", default=64)
 EXECUTE_PYTHON_OUTPUT_BYTES = env.int("EXECUTE_PYTHON_OUTPUT_BYTES", default=65_536)
+EXECUTE_PYTHON_BWRAP = env.str("EXECUTE_PYTHON_BWRAP", default="bwrap")
+# Empty: the service's own base interpreter, else /usr/bin/python3 (the first the sandbox can run).
+EXECUTE_PYTHON_INTERPRETER = env.str("EXECUTE_PYTHON_INTERPRETER", default="")
+# The uid bwrap runs as when the service runs as root (nobody).
+EXECUTE_PYTHON_SANDBOX_UID = env.int("EXECUTE_PYTHON_SANDBOX_UID", default=65534)
 FINNHUB_API_KEY = env.str("FINNHUB_API_KEY", default="")
+# Tests and staging only: `host:port=ip:port,...` sends an allowlisted host to a fixed address
+# (docs/sandbox.md#network); it never adds a host to the allowlist.
+EGRESS_UPSTREAM_OVERRIDES = env.str("EGRESS_UPSTREAM_OVERRIDES", default="")
 
 # The execute_sql tool (finance/sql_tool.py; docs/sql-tool.md).
 FINANCE_SQL_TIMEOUT_MS = env.int("FINANCE_SQL_TIMEOUT_MS", default=5000)

@@ -15,6 +15,9 @@ from rest_framework.test import APIClient
 from silvia.logging_config import build_logging
 from tests.factories import UserFactory
 
+# `browser`, `demo` and `page` for the pages' browser tests.
+pytest_plugins = ["tests.browser_fixtures"]
+
 _test_databases: list[tuple[str, dict[str, object]]] = []
 
 

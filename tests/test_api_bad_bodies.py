@@ -30,9 +30,9 @@ def test_json_nested_past_the_decoder_is_a_400(api, body):
     assert response.json() == {"detail": "JSON parse error - nested too deep"}
 
 
-def test_a_body_over_the_upload_limit_is_a_json_400(api, settings):
+def test_a_body_over_the_upload_limit_is_a_json_413(api, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     body = '{"message": "' + "x" * 2000 + '"}'
     response = api.post(f"/api/chat/sessions/{uuid.uuid4()}/turns/", body, content_type="application/json")
-    assert response.status_code == 400
-    assert response.json() == {"detail": "Bad request: the request is too large or malformed."}
+    assert response.status_code == 413
+    assert response.json() == {"detail": "The request body is larger than 1000 bytes."}

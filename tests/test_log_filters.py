@@ -107,20 +107,83 @@ def test_a_database_error_traceback_keeps_frames_but_no_message():
     PrivacyFilter().filter(record)
     text = logging.Formatter().format(record)
     assert ACCOUNT not in text
-    assert "django.db.utils.IntegrityError: (message withheld: it may quote row data)" in text
+    assert "django.db.utils.IntegrityError: (message withheld: it may quote user data)" in text
     assert "builtins.ValueError: (message withheld" in text
     assert "test_log_filters.py" in text  # the frames are kept
 
 
-def test_other_tracebacks_are_untouched():
-    try:
-        raise ValueError("plain")
-    except ValueError:
-        import sys
+def _raised(exc: BaseException):
+    import sys
 
-        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "boom", None, sys.exc_info())
+    try:
+        raise exc
+    except BaseException:
+        return sys.exc_info()
+
+
+def test_every_traceback_loses_its_messages_whatever_the_exception():
+    # The SDK's error for tool input it cannot parse quotes the input (issue 20).
+    sdk_error = ValueError(f'Unable to parse tool parameter JSON from model. JSON: {{"query": "{ACCOUNT}"')
+    for exc in (sdk_error, RuntimeError(ACCOUNT), KeyError(ACCOUNT)):
+        record = logging.LogRecord(
+            "chat.live.runner", logging.ERROR, __file__, 1, "turn %s failed", ("t1",), _raised(exc)
+        )
+        PrivacyFilter().filter(record)
+        PrivacyFilter().filter(record)  # a second handler sees the same record
+        text = logging.Formatter().format(record)
+        assert ACCOUNT not in text
+        assert f"builtins.{type(exc).__name__}: (message withheld: it may quote user data)" in text
+        assert text.startswith("turn t1 failed\nTraceback (most recent call last):")
+
+
+def test_an_exception_passed_as_the_message_or_an_argument_is_named_not_printed():
+    error = ValueError(f"bad input {ACCOUNT}")
+    as_message = logging.LogRecord("x", logging.ERROR, __file__, 1, error, None, None)
+    as_argument = logging.LogRecord("x", logging.WARNING, __file__, 1, "tool failed: %s", (error,), None)
+    as_mapping = logging.LogRecord("x", logging.WARNING, __file__, 1, "tool failed: %(e)s", ({"e": error},), None)
+    for record in (as_message, as_argument, as_mapping):
+        PrivacyFilter().filter(record)
+        assert ACCOUNT not in record.getMessage()
+        assert "builtins.ValueError (message withheld)" in record.getMessage()
+
+
+def test_a_text_traceback_formatted_elsewhere_is_withheld():
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "boom", None, None)
+    record.exc_text = f"Traceback ...\nValueError: {ACCOUNT}"
     PrivacyFilter().filter(record)
-    assert "ValueError: plain" in logging.Formatter().format(record)
+    assert ACCOUNT not in logging.Formatter().format(record)
+
+
+def test_template_records_keep_their_message_only():
+    from django.template import Context
+    from django.template.base import VariableDoesNotExist
+
+    context = Context({"account_names": {ACCOUNT: "Sapphire card"}, "title": "How much do I owe?"})
+    exc_info = _raised(VariableDoesNotExist("Failed lookup for key [%s] in %r", ("nav", context)))
+    for level in (logging.DEBUG, logging.INFO, logging.ERROR):
+        record = logging.LogRecord(
+            "django.template",
+            level,
+            __file__,
+            1,
+            "Exception while resolving variable '%s' in template '%s'.",
+            ("nav", "pages/session_list.html"),
+            exc_info,
+        )
+        PrivacyFilter().filter(record)
+        text = logging.Formatter().format(record)
+        assert text == "Exception while resolving variable 'nav' in template 'pages/session_list.html'."
+
+
+def test_the_request_a_record_carries_is_dropped():
+    from django.test import RequestFactory
+
+    request = RequestFactory().post("/api/chat/sessions/x/turns/", {"message": f"my account {ACCOUNT}"})
+    record = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "Internal Server Error: %s", ("/x",), None)
+    record.__dict__.update(request=request, status_code=500)  # Django's `extra=`
+    PrivacyFilter().filter(record)
+    assert record.__dict__["request"] is None
+    assert ACCOUNT not in str(record.__dict__)
 
 
 @pytest.mark.parametrize(

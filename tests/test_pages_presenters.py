@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pages.presenters import AnswerPiece, Chip, ChipLink, answer_pieces, chip_for_citation, safe_href
+from pages.presenters import Chip, ChipLink, CitedSpan, chip_for_citation, cited_spans, readable_file_name, safe_href
 
 PLAID_A = "BxBXxLj1m4HMXBm9WZZmCWVbPjX16EHwv99vp"
 PLAID_B = "FN30U5pQwErTyUiOpAsDfGhJkLzXcVbNm1234"
@@ -134,12 +136,12 @@ def chip(citation, names=None):
         pytest.param(
             cite(
                 {"kind": "mortgage_reference", "url": "data:text/html,x"},
-                source="silvia://mortgage-code/a.md",
+                source="silvia://mortgage-code/notes/escrow-shortage.md",
                 title=None,
             ),
             {},
-            Chip("mortgage_reference", "silvia://mortgage-code/a.md", cited_text="balance: 10"),
-            id="library kind with a non-http URL and no title: the source, no link",
+            Chip("mortgage_reference", "Escrow shortage", title="Escrow shortage", cited_text="balance: 10"),
+            id="library kind with a non-http URL and no title: a label from its path, no link",
         ),
         pytest.param(
             cite(None, source="https://example.org/a", title="Example"),
@@ -239,23 +241,16 @@ def span(start, end, title="Credit card", **extra):
     return cite({"kind": "portfolio"}, title=title, start=start, end=end, **extra)
 
 
-def test_spans_are_utf16_and_chips_follow_their_span():
-    # "You owe $10." is UTF-16 units 3..15; "Checking has $5." is 16..32.
-    pieces, stray = answer_pieces(ANSWER, [span(3, 15, "A"), span(16, 32, "B")], account_names={})
-    assert pieces == [
-        AnswerPiece("💳 "),
-        AnswerPiece("You owe $10.", cited=True),
-        AnswerPiece(chips=(Chip("portfolio", "Your portfolio", "/portfolio/", title="A", cited_text="balance: 10"),)),
-        AnswerPiece(" "),
-        AnswerPiece("Checking has $5.", cited=True),
-        AnswerPiece(chips=(chip(span(16, 32, "B")),)),
+def test_spans_are_utf16_offsets_turned_into_str_indices():
+    # "You owe $10." is UTF-16 units 3..15 and str indices 2..14; "Checking has $5." is 16..32 and 15..31.
+    spans, stray = cited_spans(ANSWER, [span(3, 15, "A"), span(16, 32, "B"), span(3, 15, "C")], account_names={})
+    assert spans == [
+        CitedSpan(Chip("portfolio", "Your portfolio", "/portfolio/", title="A", cited_text="balance: 10"), 2, 14),
+        CitedSpan(chip(span(16, 32, "B")), 15, 31),
+        CitedSpan(chip(span(3, 15, "C")), 2, 14),
     ]
+    assert [ANSWER[s.start : s.end] for s in spans] == ["You owe $10.", "Checking has $5.", "You owe $10."]
     assert stray == []
-
-
-def test_citations_sharing_a_span_keep_their_order():
-    pieces, _ = answer_pieces(ANSWER, [span(3, 15, "A"), span(3, 15, "B")], account_names={})
-    assert [c.title for c in pieces[2].chips] == ["A", "B"]
 
 
 @pytest.mark.parametrize(
@@ -283,36 +278,65 @@ def test_citations_sharing_a_span_keep_their_order():
         "splits a character",
     ],
 )
-def test_a_bad_span_puts_its_chip_after_the_text(bad):
+def test_a_bad_span_is_a_stray_chip(bad):
     entry = {**span(0, 0), **bad}
     if "start" not in bad:
         entry.pop("start")
     if "end" not in bad:
         entry.pop("end")
-    pieces, stray = answer_pieces(ANSWER, [entry], account_names={})
-    assert pieces == [AnswerPiece(ANSWER)]
-    assert stray == [chip(entry)]
-
-
-def test_overlapping_and_empty_spans():
-    pieces, stray = answer_pieces("abcdef", [span(0, 4, "A"), span(2, 6, "B"), span(0, 0, "C")], account_names={})
-    assert [(p.text, p.cited, [c.title for c in p.chips]) for p in pieces] == [
-        ("", False, ["C"]),
-        ("ab", True, []),
-        ("cd", True, []),
-        ("", False, ["A"]),
-        ("ef", True, []),
-        ("", False, ["B"]),
-    ]
-    assert stray == []
+    assert cited_spans(ANSWER, [entry], account_names={}) == ([], [chip(entry)])
 
 
 @pytest.mark.parametrize("column", [None, {"a": 1}, "text", 5])
 def test_inline_column_that_is_not_a_list(column):
-    assert answer_pieces("Hello", column, account_names={}) == ([AnswerPiece("Hello")], [])
+    assert cited_spans("Hello", column, account_names={}) == ([], [])
 
 
-def test_empty_answer_keeps_its_chips():
-    pieces, stray = answer_pieces("", [span(0, 0, "A")], account_names={})
-    assert [[c.title for c in p.chips] for p in pieces] == [["A"]]
-    assert stray == []
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [
+        ("ira-deadlines.md", "IRA deadlines"),
+        ("escrow-shortage.md", "Escrow shortage"),
+        ("roth-ira-income-limits-2026.md", "Roth IRA income limits 2026"),
+        ("401k_rules.txt", "401(k) rules"),
+        ("1026.43.xml", "1026.43"),
+        ("pricing.md", "Pricing"),
+        (".md", ".md"),
+    ],
+)
+def test_readable_file_name(name, label):
+    assert readable_file_name(name) == label
+
+
+def test_a_library_document_titled_by_its_file_name_gets_a_readable_label():
+    source = "silvia://tax-authority/irs/notes/ira-deadlines.md"
+    typed = cite({"kind": "tax_reference", "url": None}, source=source, title="ira-deadlines.md")
+    untitled = cite({"kind": "tax_reference", "url": None}, source=source, title=None)
+    untyped = cite(None, source=source, title="ira-deadlines.md")
+    assert [(c.kind, c.label, c.title) for c in map(chip, (typed, untitled, untyped))] == [
+        ("tax_reference", "IRA deadlines", "IRA deadlines"),
+        ("tax_reference", "IRA deadlines", "IRA deadlines"),
+        ("fallback", "IRA deadlines", "IRA deadlines"),
+    ]
+    # A real title stays; a file-name title outside the library stays too.
+    titled = cite({"kind": "tax_reference", "url": None}, source=source, title="IRA contribution deadlines")
+    elsewhere = cite(None, source="silvia://your-account/notes", title="notes.md")
+    assert [chip(c).label for c in (titled, elsewhere)] == ["IRA contribution deadlines", "notes.md"]
+
+
+def test_a_long_label_may_be_cut():
+    assert [Chip("web", "x" * n).label_may_be_cut for n in (18, 19)] == [False, True]
+
+
+@given(st.lists(st.sampled_from(["a", "é", "💳", "😀", "\n", "€"]), max_size=30).map("".join), st.integers(-2, 70))
+def test_a_utf16_offset_is_the_str_index_where_the_units_before_it_end(text, offset):
+    # By hand: the index after each character, keyed by the UTF-16 units up to it.
+    indices, units = {0: 0}, 0
+    for index, char in enumerate(text, 1):
+        units += 2 if ord(char) > 0xFFFF else 1
+        indices[units] = index
+    spans, stray = cited_spans(text, [cite({"kind": "portfolio"}, start=offset, end=offset)], account_names={})
+    if offset in indices:
+        assert [(s.start, s.end) for s in spans] == [(indices[offset], indices[offset])] and stray == []
+    else:
+        assert spans == [] and len(stray) == 1

@@ -33,6 +33,10 @@ TURN_ONLY = (
     "finance.sql_guard",
     "finance.sql_postgres",
     "finance.sql_sqlite",
+    # Only a page that shows an answer: Markdown and the sanitizer (docs/pages.md).
+    "markdown_it",
+    "nh3",
+    "pages.markdown",
 )
 
 PROBE = """

@@ -1,10 +1,11 @@
-"""`execute_python` in real subprocesses: output shape, limits, environment, folder."""
+"""`execute_python` in the real bubblewrap sandbox: output shape, limits, environment, folder.
+
+Hostile code (files, network, processes, privileges) is tests/test_sandbox_hostile.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
-import tempfile
 import textwrap
 import time
 
@@ -12,17 +13,26 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from chat.tools.base import ToolError, ToolExecutor
+from chat.tools.egress import EgressAllowlist
 from chat.tools.python import ExecutePythonTool, execute_python_tool
 from citations.citable import to_citable_content
 from citations.targets import AnalysisTarget, MarketDataTarget
+from tests.sandbox_support import processes_with, the_sandbox
 
 MB = 1024 * 1024
 
 
+@pytest.fixture(scope="module")
+def sandbox():
+    return the_sandbox()
+
+
 @pytest.fixture
-def tool():
-    """Small limits so a runaway test ends within about a second."""
-    return ExecutePythonTool(timeout_seconds=3.0, cpu_seconds=1, memory_bytes=256 * MB, output_bytes=4096)
+def tool(sandbox):
+    """Small limits so a runaway test ends within about a second of CPU; the wall limit leaves room for a loaded CI."""
+    return ExecutePythonTool(
+        sandbox=sandbox, timeout_seconds=15.0, cpu_seconds=1, memory_bytes=256 * MB, output_bytes=4096
+    )
 
 
 def _run(tool, code):
@@ -70,58 +80,51 @@ def test_plain_output_is_analysis(tool):
     ]
 
 
-def test_environment_is_empty(tool, monkeypatch):
+ENVIRON = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+def test_environment_holds_only_what_the_tool_passes(tool, monkeypatch):
     monkeypatch.setenv("EXA_API_KEY", "exa-secret")
     monkeypatch.setenv("PYTHONPATH", "/nowhere")
-    output = _run(tool, "import json, os; print(json.dumps(dict(os.environ)))")
-    # Python adds LC_CTYPE itself when the locale is C (PEP 538); nothing of ours.
-    assert set(json.loads(output["stdout"])) <= {"LC_CTYPE"}
-    assert "exa-secret" not in output["stdout"]
+    # bwrap sets PWD; Python adds LC_CTYPE itself when the locale is C (PEP 538); nothing of ours.
+    assert json.loads(_run(tool, ENVIRON)["stdout"]) == {"PWD": "/tmp", "LC_CTYPE": "C.UTF-8"}
 
 
-def test_finnhub_key_is_the_one_variable_passed():
-    tool = ExecutePythonTool(timeout_seconds=3.0, finnhub_api_key="fh-key")
-    output = tool.run({"code": "import json, os; print(json.dumps(dict(os.environ)))"}, user=None)
-    environ = json.loads(output["stdout"])
-    environ.pop("LC_CTYPE", None)
-    assert environ == {"FINNHUB_API_KEY": "fh-key"}
+def test_finnhub_key_and_the_proxy_are_the_variables_passed(sandbox):
+    allowlist = EgressAllowlist(hosts=frozenset({("finnhub.io", 443)}))
+    tool = ExecutePythonTool(sandbox=sandbox, allowlist=allowlist, timeout_seconds=3.0, finnhub_api_key="fh-key")
+    environ = json.loads(tool.run({"code": ENVIRON}, user=None)["stdout"])
+    proxy = environ.get("https_proxy", "")
+    assert proxy.startswith("http://127.0.0.1:")  # the relay to the egress proxy, inside the sandbox
+    expected = {"PWD": "/tmp", "LC_CTYPE": "C.UTF-8", "FINNHUB_API_KEY": "fh-key"}
+    assert environ == {**expected, "https_proxy": proxy, "HTTPS_PROXY": proxy}
     assert "fh-key" not in repr(tool)
 
 
-def test_cwd_is_a_temp_folder_removed_afterwards(tool):
+def test_working_folder_is_an_empty_tmpfs_each_call(tool):
     code = """\
         import os
         os.makedirs("sub/locked")
         open("sub/locked/data.txt", "w").write("x")
-        os.chmod("sub/locked", 0o500)  # the cleanup must still remove it
+        os.chmod("sub/locked", 0o500)
         print(os.getcwd())
         print(sorted(os.listdir(".")))
     """
-    cwd, listing = _run(tool, code)["stdout"].splitlines()
-    assert os.path.dirname(cwd) == os.path.realpath(tempfile.gettempdir())
-    assert os.path.basename(cwd).startswith("silvia-python-")
-    assert listing == "['main.py', 'sub']"
-    assert not os.path.exists(cwd)
+    assert _run(tool, code)["stdout"] == "/tmp\n['main.py', 'sub']\n"
+    # Nothing of the last call is left: each call mounts a new tmpfs.
+    assert _run(tool, "import os; print(sorted(os.listdir('.')))")["stdout"] == "['main.py']\n"
 
 
-def test_folder_removed_after_a_failure_too(tool, tmp_path):
-    # No file-system isolation: the code can write where the service can (docs/tools.md).
-    note = tmp_path / "cwd.txt"
-    with pytest.raises(ToolError):
-        _run(tool, f"import os; open({str(note)!r}, 'w').write(os.getcwd()); 1/0")
-    cwd = note.read_text()
-    assert cwd.startswith(os.path.join(os.path.realpath(tempfile.gettempdir()), "silvia-python-"))
-    assert not os.path.exists(cwd)
-
-
-def test_infinite_loop_hits_the_cpu_limit(tool):
+def test_infinite_loop_hits_the_cpu_limit(sandbox):
+    # A wall limit far above the CPU one: on a loaded machine 1 s of CPU can take several seconds of wall time.
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=60.0, cpu_seconds=1, memory_bytes=256 * MB)
     with pytest.raises(ToolError) as info:
         _run(tool, "while True:\n    pass")
     assert info.value.reason == "execute_python stopped: CPU time limit of 1 s"
 
 
-def test_sleep_hits_the_wall_time_limit():
-    tool = ExecutePythonTool(timeout_seconds=0.5)
+def test_sleep_hits_the_wall_time_limit(sandbox):
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=0.5)
     started = time.monotonic()
     with pytest.raises(ToolError) as info:
         tool.run({"code": "import time\ntime.sleep(30)"}, user=None)
@@ -129,29 +132,20 @@ def test_sleep_hits_the_wall_time_limit():
     assert time.monotonic() - started < 10  # not the 30 s the code asked for
 
 
-def _running(pid: int) -> bool:
-    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def test_timeout_kills_the_children_too(tmp_path):
-    note = tmp_path / "pid.txt"
+def test_timeout_kills_the_children_too(sandbox):
+    marker = f"silvia-test-child-{time.monotonic_ns()}"
     code = f"""\
         import subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        open({str(note)!r}, "w").write(str(child.pid))
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", {marker!r}])
         time.sleep(60)
     """
-    tool = ExecutePythonTool(timeout_seconds=1.0)
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=1.0)
     with pytest.raises(ToolError, match="timed out"):
         _run(tool, code)
-    pid = int(note.read_text())
-    time.sleep(0.2)
-    assert not _running(pid)
+    deadline = time.monotonic() + 2
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker) == []
 
 
 def test_memory_bomb(tool):
@@ -190,8 +184,8 @@ def test_big_output_is_capped(tool):
     assert output["stderr"] == "y" * 10 + "\n[stdout cut at 4096 bytes]\n"
 
 
-def test_endless_output_ends_at_the_wall_time_with_bounded_memory():
-    tool = ExecutePythonTool(timeout_seconds=1.0, output_bytes=1024)
+def test_endless_output_ends_at_the_wall_time_with_bounded_memory(sandbox):
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=1.0, output_bytes=1024)
     with pytest.raises(ToolError, match="timed out"):
         tool.run({"code": "while True:\n    print('z' * 1000)"}, user=None)
 
@@ -208,9 +202,12 @@ def test_cut_inside_a_utf8_character(tool):
     assert output["stdout"] == "a" + "é" * 2047 + "\ufffd"
 
 
-def test_isolated_mode_ignores_the_callers_site_and_cwd(tool):
-    output = _run(tool, "import sys\nprint(sys.flags.isolated, sys.flags.ignore_environment, '' in sys.path)")
-    assert output["stdout"] == "1 1 False\n"
+def test_isolated_mode_standard_library_only(tool):
+    code = "import sys\nprint(sys.flags.isolated, sys.flags.no_site, '' in sys.path, 'site' in sys.modules)"
+    assert _run(tool, code)["stdout"] == "1 1 False False\n"
+    with pytest.raises(ToolError) as info:
+        _run(tool, "import django")
+    assert info.value.reason == "execute_python exited with status 1: ModuleNotFoundError: No module named 'django'"
 
 
 @pytest.mark.parametrize(
@@ -230,19 +227,47 @@ def test_bad_input(tool, tool_input, reason):
     assert info.value.reason == reason
 
 
-def test_factory_reads_settings(settings):
+def test_factory_reads_settings(settings, sandbox):
     settings.EXECUTE_PYTHON_ENABLED = False
     assert execute_python_tool() is None
     settings.EXECUTE_PYTHON_ENABLED = True
     settings.EXECUTE_PYTHON_TIMEOUT_SECONDS = 7.0
     settings.EXECUTE_PYTHON_CPU_SECONDS = 3
     settings.EXECUTE_PYTHON_MEMORY_MB = 300
+    settings.EXECUTE_PYTHON_MAX_PROCESSES = 12
+    settings.EXECUTE_PYTHON_DISK_MB = 32
     settings.EXECUTE_PYTHON_OUTPUT_BYTES = 2048
     settings.FINNHUB_API_KEY = " fh "
+    settings.EXA_API_KEY = ""
     tool = execute_python_tool()
     assert tool == ExecutePythonTool(
-        timeout_seconds=7.0, cpu_seconds=3, memory_bytes=300 * MB, output_bytes=2048, finnhub_api_key="fh"
+        sandbox=sandbox,
+        allowlist=EgressAllowlist(hosts=frozenset({("finnhub.io", 443)})),
+        timeout_seconds=7.0,
+        cpu_seconds=3,
+        memory_bytes=300 * MB,
+        max_processes=12,
+        disk_bytes=32 * MB,
+        output_bytes=2048,
+        finnhub_api_key="fh",
     )
-    settings.EXECUTE_PYTHON_MEMORY_MB = 10
-    with pytest.raises(ImproperlyConfigured, match="EXECUTE_PYTHON_MEMORY_MB must be 64 to 65536"):
-        execute_python_tool()
+    for name, value, message in [
+        ("EXECUTE_PYTHON_MEMORY_MB", 10, "EXECUTE_PYTHON_MEMORY_MB must be 64 to 65536"),
+        ("EXECUTE_PYTHON_MAX_PROCESSES", 1, "EXECUTE_PYTHON_MAX_PROCESSES must be 2 to 1024"),
+        ("EXECUTE_PYTHON_DISK_MB", 0, "EXECUTE_PYTHON_DISK_MB must be 1 to 65536"),
+    ]:
+        old = getattr(settings, name)
+        setattr(settings, name, value)
+        with pytest.raises(ImproperlyConfigured, match=message):
+            execute_python_tool()
+        setattr(settings, name, old)
+
+
+@pytest.mark.parametrize("bwrap", ["/nonexistent/bwrap", "/bin/false"], ids=["bwrap gone", "bwrap fails"])
+def test_a_sandbox_that_does_not_start_is_a_tool_error_never_an_unconfined_run(sandbox, bwrap):
+    # The probe passed, then bwrap went away or stopped working: the call fails, nothing runs outside.
+    broken = dataclasses.replace(sandbox, bwrap=bwrap)
+    tool = ExecutePythonTool(sandbox=broken, timeout_seconds=3.0)
+    with pytest.raises(ToolError) as info:
+        tool.run({"code": "print('ran')"}, user=None)
+    assert info.value.reason == "execute_python is unavailable: the sandbox did not start"

@@ -15,6 +15,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from chat.tools.base import ToolError, ToolExecutor
+from chat.tools.egress import EgressAllowlist
 from chat.tools.search_web import SearchWebTool, results_from_answer, search_web_tool
 from citations.citable import to_citable_content
 from citations.targets import WebTarget
@@ -80,11 +81,19 @@ class _Exa(BaseHTTPRequestHandler):
         pass
 
 
+def exa_test_on_loopback(port: int) -> EgressAllowlist:
+    """An allowlist holding `exa.test:<port>`, sent to 127.0.0.1 by an upstream override."""
+    return EgressAllowlist(hosts=frozenset({("exa.test", port)}), overrides={("exa.test", port): ("127.0.0.1", port)})
+
+
 class FakeExa:
-    """The running server: `url`, the `requests` it got, and `__call__` to script its answer."""
+    """The running server: `url` (a name the egress allowlist sends to it), the `requests` it got,
+    and `__call__` to script its answer."""
 
     def __init__(self, port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://exa.test:{port}"
+        self.allowlist = exa_test_on_loopback(port)
+        self.port = port
         self.requests: list = []
         _Exa.requests = self.requests
 
@@ -105,7 +114,7 @@ def exa():
 
 
 def _tool(exa, **kw):
-    return SearchWebTool(api_key=KEY, base_url=exa.url + "/", **{"timeout_seconds": 2.0, **kw})
+    return SearchWebTool(api_key=KEY, base_url=exa.url + "/", allowlist=exa.allowlist, **{"timeout_seconds": 2.0, **kw})
 
 
 def test_is_a_tool_executor():
@@ -248,11 +257,31 @@ def test_unreachable_host_names_no_url_or_key():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    tool = SearchWebTool(api_key=KEY, base_url=f"http://user:{KEY}@127.0.0.1:{port}", timeout_seconds=2)
+    allowlist = EgressAllowlist(
+        hosts=frozenset({("exa.test", port)}), overrides={("exa.test", port): ("127.0.0.1", port)}
+    )
+    tool = SearchWebTool(
+        api_key=KEY, base_url=f"http://user:{KEY}@exa.test:{port}", timeout_seconds=2, allowlist=allowlist
+    )
     with pytest.raises(ToolError) as info:
         tool.run({"query": "q"}, user=None)
     assert info.value.reason == "web search is unreachable"
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_the_egress_allowlist_refuses_a_private_address_and_other_hosts(exa):
+    # The same allowlist as the sandbox's (docs/sandbox.md#network): the base URL's
+    # host must be on it, and a name resolving to loopback reaches nothing.
+    exa(body=EXA_ANSWER)
+    direct = SearchWebTool(api_key=KEY, base_url=f"http://127.0.0.1:{exa.port}", timeout_seconds=2)
+    with pytest.raises(ToolError) as info:
+        direct.run({"query": "q"}, user=None)
+    assert info.value.reason == "web search is unreachable (the host name resolved to a private or reserved address)"
+    other = SearchWebTool(api_key=KEY, base_url="http://elsewhere.test", timeout_seconds=2, allowlist=exa.allowlist)
+    with pytest.raises(ToolError) as info:
+        other.run({"query": "q"}, user=None)
+    assert info.value.reason == "web search is unreachable (the host is not on the egress allowlist)"
+    assert exa.requests == []
 
 
 @pytest.mark.parametrize(
@@ -297,9 +326,11 @@ def test_factory_reads_settings(settings):
     settings.EXA_BASE_URL = "http://127.0.0.1:9"
     settings.SEARCH_WEB_TIMEOUT_SECONDS = 4.0
     settings.SEARCH_WEB_MAX_RESULTS = 7
+    settings.FINNHUB_API_KEY = ""
     tool = search_web_tool()
     assert tool is not None
     assert (tool.api_key, tool.base_url, tool.timeout_seconds, tool.max_results) == (KEY, "http://127.0.0.1:9", 4.0, 7)
+    assert tool.allowlist == EgressAllowlist(hosts=frozenset({("127.0.0.1", 9)}))
     settings.SEARCH_WEB_MAX_RESULTS = 26
     with pytest.raises(ImproperlyConfigured, match="SEARCH_WEB_MAX_RESULTS must be 1 to 25"):
         search_web_tool()

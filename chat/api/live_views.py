@@ -20,7 +20,7 @@ from chat.api.schema import EVENT_ID, EVENT_STREAM
 from chat.live.service import SessionNotFoundError, TurnConflictError, turn_start
 from chat.live.streaming import event_stream
 from chat.models import LiveTurn, LiveTurnStatus, PromptVersion
-from citations.turn import parse_uuid
+from citations.uuids import parse_uuid
 
 
 class _AlwaysJSON(BaseContentNegotiation):

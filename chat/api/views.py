@@ -30,7 +30,7 @@ from chat.api.rendering import (
 )
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.selectors import SessionListPages, session_detail_for_user, session_list_for_user
-from citations.turn import parse_uuid
+from citations.uuids import parse_uuid
 
 # Revalidate every time (the ETag makes that a 304); the body is one user's data.
 _CACHE_CONTROL = "private, no-cache"

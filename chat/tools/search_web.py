@@ -5,6 +5,11 @@
 `{"results": [{"url", "title", "text"}, ...]}`, each field a `str` or `None`,
 which `citations.citable.to_citable_content("search_web", ...)` reads.
 
+Its connections go through the egress allowlist (`chat.tools.egress_http`),
+the same one the `execute_python` sandbox's proxy serves: the base URL's host
+is on it when `EXA_API_KEY` is set, and a name resolving to a private address
+is refused (docs/sandbox.md#network).
+
 Every failure (refused key, rate limit, 5xx, timeout, unreachable host, an
 answer that is not Exa's JSON, too large) is a `ToolError` whose reason names
 the kind of failure only: never the key, the base URL or the query, which may
@@ -24,6 +29,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from chat.tools.base import ToolError
+from chat.tools.egress import EgressAllowlist, EgressRefused, egress_allowlist, url_host
+from chat.tools.egress_http import allowlist_transport
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +51,15 @@ class SearchWebTool:
     `https://api.exa.ai` (`/search` is appended). `timeout_seconds`: the
     whole call's deadline (connect, send, every read). `max_results`: 1 to
     25, the `numResults` asked for and the most results returned.
+    `allowlist`: where it may connect (the service's egress allowlist);
+    None allows the base URL's host only.
     """
 
     api_key: str
     base_url: str = "https://api.exa.ai"
     timeout_seconds: float = 15.0
     max_results: int = 5
+    allowlist: EgressAllowlist | None = None
     name: str = NAME
 
     def __post_init__(self) -> None:
@@ -100,9 +110,16 @@ class SearchWebTool:
         url = self.base_url.rstrip("/") + "/search"
         headers = {"x-api-key": self.api_key, "content-type": "application/json", "accept": "application/json"}
         deadline = time.monotonic() + self.timeout_seconds
+        own_host = url_host(self.base_url)
+        allowlist = self.allowlist or EgressAllowlist(hosts=frozenset({own_host} if own_host else ()))
         try:
             with (
-                httpx.Client(timeout=self.timeout_seconds, follow_redirects=False, trust_env=False) as client,
+                httpx.Client(
+                    timeout=self.timeout_seconds,
+                    follow_redirects=False,
+                    trust_env=False,
+                    transport=allowlist_transport(allowlist),
+                ) as client,
                 client.stream("POST", url, json=body, headers=headers) as response,
             ):
                 _check_status(response.status_code)
@@ -116,6 +133,9 @@ class SearchWebTool:
         except httpx.TimeoutException:
             logger.warning("search_web: timed out after %s s", self.timeout_seconds)
             raise ToolError(f"web search timed out after {self.timeout_seconds:g} s") from None
+        except EgressRefused as refused:
+            logger.warning("search_web: refused by the egress allowlist (%s)", refused.reason)
+            raise ToolError(f"web search is unreachable ({refused.reason})") from None
         except httpx.HTTPError as exc:
             # The exception text can carry the URL: only its class is logged.
             logger.warning("search_web: request failed (%s)", type(exc).__name__)
@@ -199,6 +219,7 @@ def search_web_tool() -> SearchWebTool | None:
             base_url=settings.EXA_BASE_URL,
             timeout_seconds=settings.SEARCH_WEB_TIMEOUT_SECONDS,
             max_results=settings.SEARCH_WEB_MAX_RESULTS,
+            allowlist=egress_allowlist(),
         )
     except ValueError as exc:
         raise ImproperlyConfigured(str(exc)) from None

@@ -1,30 +1,47 @@
-"""`{% chip chip %}`: one citation chip, with a page-unique id for its popover."""
+"""`{% answer rendered id_prefix %}`: a rendered answer with its chips, and its "Also cited:" line."""
 
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 from django import template
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from pages.presenters import Chip
 
+if TYPE_CHECKING:
+    from pages.markdown import AnswerHtml
+
 register = template.Library()
 
 
-@register.simple_tag(takes_context=True)
-def chip(context: template.Context, value: Chip) -> SafeString:
-    """Render `value` with `pages/_chip.html`; ids run `chip-1`, `chip-2`, … per page.
+@register.simple_tag
+def answer(rendered: AnswerHtml, id_prefix: str) -> SafeString:
+    """`<div class="answer">` with each chip where its slot is, then the stray chips' line, if any.
 
-    The counter lives in the context (not the render context, which an
-    `{% include %}` resets), created on first use.
+    Popover ids run `<id_prefix>-1`, `<id_prefix>-2`, … in document order, so
+    one turn renders the same markup wherever it is rendered (its page, the
+    fragment a live turn swaps in).
     """
-    counter = context.get("chip_ids")
-    if counter is None:
-        counter = itertools.count(1)
-        context.dicts[0]["chip_ids"] = counter
-    html = render_to_string("pages/_chip.html", {"chip": value, "dom_id": f"chip-{next(counter)}"})
-    # Already escaped by the template; strip the file's trailing newline, which
-    # the answer's `white-space: pre-wrap` would show as a line break.
-    return mark_safe(html.strip())  # noqa: S308
+    # Imported here: `manage.py check` loads every tag library, and markdown-it-py and nh3
+    # should load with the first answer shown, not at start-up (tests/test_startup.py).
+    from pages.markdown import SLOT
+
+    ids = (f"{id_prefix}-{n}" for n in itertools.count(1))
+
+    def chips(values: tuple[Chip, ...]) -> str:
+        # Already escaped by the template; stripped of the file's trailing newline.
+        return "".join(
+            render_to_string("pages/_chip.html", {"chip": chip, "dom_id": next(ids)}).strip() for chip in values
+        )
+
+    # `rendered.html` is nh3's output; the chips' markup comes from the template.
+    body = SLOT.sub(lambda match: chips(rendered.slots[int(match[1])]), rendered.html)
+    html = format_html('<div class="answer">{}</div>', mark_safe(body))  # noqa: S308
+    if rendered.stray:
+        stray = mark_safe(chips(rendered.stray))  # noqa: S308
+        html += format_html('<p class="stray"><span class="stray__label">Also cited:</span> {}</p>', stray)
+    return html

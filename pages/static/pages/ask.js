@@ -1,7 +1,13 @@
-/* Asking: post a question to the live-turn endpoint and render its SSE
- * stream (docs/live.md): text grows, chips appear on `citation` events, and a
- * dropped stream resumes with Last-Event-ID from the turn's events URL.
- * fetch() and a stream reader, because EventSource cannot POST. */
+/* Asking: post a question to the live-turn endpoint and show its SSE stream
+ * (docs/live.md, docs/pages.md#asking).
+ *
+ * The server renders every state of the answer, so this file holds no
+ * Markdown or chip rule: while the turn streams, the answer so far and its
+ * citations go to /chat/answer-preview/ and the HTML comes back with the
+ * chips in place; once `done`, the saved turn's own <article> (the one a
+ * reload shows) replaces the live one. fetch() reads the POST's stream
+ * (EventSource cannot POST); a dropped stream goes on with an EventSource
+ * on the turn's events URL, which resumes after the last event id. */
 (function () {
   "use strict";
   var form = document.getElementById("ask-form");
@@ -9,16 +15,17 @@
   var input = document.getElementById("ask-input");
   var status = document.getElementById("ask-status");
   var turns = document.getElementById("turns");
-  var names = JSON.parse(document.getElementById("account-names").textContent);
   var csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
-  var MAX_RECONNECTS = 5;
+  var PREVIEW_URL = form.dataset.previewUrl;
+  var EVENT_NAMES = ["turn", "text", "citation", "rewind", "citations_summary", "message", "done", "error"];
+  var MAX_FAILURES = 5; // network errors in a row before the page gives up reconnecting
 
   function say(text, isError) {
     status.textContent = text;
     status.classList.toggle("ask__status--error", !!isError);
   }
 
-  /* Yield parsed SSE events ({id, event, data}) from a fetch Response, to `onEvent`. */
+  /* Read the SSE frames of a fetch() Response, calling onEvent(name, id, data) for each (the EventSource rules). */
   async function readEvents(response, onEvent) {
     var reader = response.body.getReader(), decoder = new TextDecoder(), buffer = "";
     var ev = { id: null, event: "message", data: [] };
@@ -31,7 +38,7 @@
       for (var i = 0; i < lines.length; i++) {
         var line = lines[i];
         if (line === "") {
-          if (ev.data.length) onEvent({ id: ev.id, event: ev.event, data: ev.data.join("\n") });
+          if (ev.data.length) onEvent(ev.event, ev.id, ev.data.join("\n"));
           ev = { id: null, event: "message", data: [] };
           continue;
         }
@@ -46,14 +53,34 @@
     }
   }
 
-  function newTurn(question) {
+  /* Put `html` in `container`, keeping keyboard focus on the same control (by position) if it was inside. */
+  function replaceKeepingFocus(container, html, outer) {
+    var focusable = "a[href], button, [tabindex]";
+    var before = Array.prototype.indexOf.call(container.querySelectorAll(focusable), document.activeElement);
+    var target = container;
+    if (outer) {
+      var holder = document.createElement("template");
+      holder.innerHTML = html.trim();
+      target = holder.content.firstElementChild;
+      container.replaceWith(target);
+    } else {
+      container.innerHTML = html;
+    }
+    if (before >= 0) {
+      var again = target.querySelectorAll(focusable);
+      if (again.length) again[Math.min(before, again.length - 1)].focus();
+    }
+    return target;
+  }
+
+  function newArticle(question) {
     var empty = document.getElementById("no-turns");
     if (empty) empty.remove();
     var article = document.createElement("article");
     article.className = "turn turn--live";
     article.setAttribute("aria-busy", "true");
     article.innerHTML = '<div class="turn__question"><h2 class="visually-hidden">Question</h2><p></p></div>' +
-      '<div class="turn__answer"><div class="answer"></div><p class="stray" hidden></p></div>';
+      '<div class="turn__answer"><h2 class="visually-hidden">Answer</h2><div class="turn__live"></div></div>';
     article.querySelector(".turn__question p").textContent = question;
     turns.append(article);
     return article;
@@ -68,57 +95,154 @@
     return "The server answered " + response.status + ".";
   }
 
-  async function ask(question) {
-    var article = newTurn(question);
-    var answerEl = article.querySelector(".answer"), strayEl = article.querySelector(".stray");
-    var state = { answer: "", inline: [], turnId: null, lastId: null, finished: false, pending: false };
-    function paint() {
-      state.pending = false;
-      window.SilviaChips.renderAnswer(answerEl, strayEl, state.answer, state.inline, names);
-    }
-    function schedule() { if (!state.pending) { state.pending = true; requestAnimationFrame(paint); } }
-    function onEvent(ev) {
-      if (ev.id !== null) state.lastId = ev.id;
-      var data;
-      try { data = JSON.parse(ev.data); } catch (e) { return; }
-      if (ev.event === "turn") { state.turnId = data.turn_id; article.dataset.turnId = data.turn_id; }
-      else if (ev.event === "text") { state.answer += data.text || ""; schedule(); }
-      else if (ev.event === "citation") { state.inline.push(data.citation); schedule(); }
-      else if (ev.event === "done") {
-        state.finished = true;
-        if (data.log_id) { article.id = "turn-" + data.log_id; article.dataset.logId = data.log_id; }
-        if (location.pathname !== form.dataset.sessionUrl) history.replaceState(null, "", form.dataset.sessionUrl);
-        say("Answer saved.");
-      } else if (ev.event === "error") {
-        state.finished = true;
-        say((data.error && data.error.message) || "The answer failed.", true);
-      }
-    }
+  /* One live turn: what it received so far, and the rendering of it. */
+  function LiveTurn(article) {
+    this.article = article;
+    this.box = article.querySelector(".turn__live");
+    this.answer = "";
+    this.cited = []; // {id, citation}: the event id each citation came with, for `rewind`
+    this.turnId = null;
+    this.lastId = null;
+    this.logId = null;
+    this.ended = false; // `done` or `error` received: never reconnect after it
+    this.failed = false;
+    this.rendering = false;
+    this.dirty = false;
+    this.pending = null; // HTML waiting for an open chip popover to close
+    var self = this;
+    this.box.addEventListener("toggle", function (e) {
+      if (e.newState === "closed" && self.pending !== null) self.apply(self.pending);
+    }, true); // toggle does not bubble: listen while it goes down
+  }
 
+  LiveTurn.prototype.onEvent = function (name, id, text) {
+    var number = id === null || id === "" ? NaN : Number(id);
+    if (Number.isFinite(number)) this.lastId = number;
+    var data = null;
+    try { data = JSON.parse(text); } catch (e) { /* leave null */ }
+    if (name === "error") {
+      // The turn's own `error` event: it carries {"error": {"type", "message"}}; show it and stop.
+      this.ended = this.failed = true;
+      say((data && data.error && data.error.message) || "The answer failed. Please try again.", true);
+      return;
+    }
+    if (data === null) return;
+    if (name === "turn") {
+      this.turnId = data.turn_id;
+      this.article.dataset.turnId = data.turn_id;
+    } else if (name === "text") {
+      this.answer += typeof data.text === "string" ? data.text : "";
+      this.render();
+    } else if (name === "citation") {
+      this.cited.push({ id: this.lastId, citation: data.citation });
+      this.render();
+    } else if (name === "rewind") {
+      // A resumed turn rolls back to event `to`: its answer is `answer`, later citations are dropped.
+      var to = Number(data.to);
+      if (typeof data.answer === "string") this.answer = data.answer;
+      this.cited = this.cited.filter(function (c) { return c.id !== null && c.id <= to; });
+      this.render();
+    } else if (name === "done") {
+      this.ended = true;
+      this.logId = data.log_id || null;
+    }
+  };
+
+  LiveTurn.prototype.apply = function (html) {
+    if (this.box.querySelector(":popover-open")) { this.pending = html; return; }
+    this.pending = null;
+    replaceKeepingFocus(this.box, html, false);
+  };
+
+  /* Ask the server for the answer so far as HTML; one request at a time, the latest state wins. */
+  LiveTurn.prototype.render = async function () {
+    if (this.rendering) { this.dirty = true; return; }
+    this.rendering = true;
+    try {
+      do {
+        this.dirty = false;
+        var body = JSON.stringify({ answer: this.answer, inline_citations: this.cited.map(function (c) { return c.citation; }) });
+        var response = await fetch(PREVIEW_URL, {
+          method: "POST", credentials: "same-origin",
+          headers: { "Content-Type": "application/json", "X-CSRFToken": csrf }, body: body
+        });
+        if (!response.ok || response.redirected) break;
+        var html = await response.text();
+        if (!this.box.isConnected) break; // the saved turn replaced it
+        this.apply(html);
+      } while (this.dirty);
+    } catch (e) {
+      /* the next event renders again */
+    } finally {
+      this.rendering = false;
+    }
+  };
+
+  /* After `done`: the saved turn's article, exactly as a reload renders it, replaces the live one. */
+  LiveTurn.prototype.finish = async function () {
+    var url = form.dataset.sessionUrl + "turns/" + encodeURIComponent(this.logId) + "/";
+    try {
+      var response = await fetch(url, { credentials: "same-origin" });
+      if (response.ok && !response.redirected) {
+        var saved = replaceKeepingFocus(this.article, await response.text(), true);
+        saved.classList.add("turn--live");
+        this.article = saved;
+        return true;
+      }
+    } catch (e) { /* below */ }
+    return false;
+  };
+
+  /* Go on with the turn through an EventSource after the last event id; resolves when it ends or gives up. */
+  LiveTurn.prototype.follow = function () {
+    var self = this;
+    var url = "/api/chat/turns/" + encodeURIComponent(this.turnId) + "/events";
+    if (this.lastId !== null) url += "?after=" + this.lastId; // EventSource sends Last-Event-ID itself from then on
+    return new Promise(function (resolve) {
+      var source = new EventSource(url);
+      var failures = 0;
+      function end(ok) { source.close(); resolve(ok); }
+      EVENT_NAMES.forEach(function (name) {
+        source.addEventListener(name, function (e) {
+          if (name === "error" && typeof e.data !== "string") {
+            // A network error (no data), not the turn's `error` event. CLOSED: the server said no
+            // (an HTTP error, or 204 when it has nothing more); else EventSource retries by itself.
+            failures += 1;
+            if (source.readyState === EventSource.CLOSED || failures > MAX_FAILURES) end(false);
+            else say("Reconnecting…");
+            return;
+          }
+          failures = 0;
+          self.onEvent(name, e.lastEventId || null, e.data);
+          if (self.ended) end(true);
+        });
+      });
+    });
+  };
+
+  async function ask(question) {
+    var turn = new LiveTurn(newArticle(question));
     say("Silvia is answering…");
     var response = await fetch("/api/chat/sessions/" + encodeURIComponent(form.dataset.sessionId) + "/turns/", {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRFToken": csrf },
       body: JSON.stringify({ message: question })
     });
-    if (!response.ok) { article.remove(); say(await errorText(response), true); return; }
-    var attempts = 0;
-    for (;;) {
-      try { await readEvents(response, onEvent); } catch (e) { /* dropped: resume below */ }
-      if (state.finished) break;
-      if (!state.turnId || attempts >= MAX_RECONNECTS) { say("The connection was lost. Reload the page to see the answer once it is saved.", true); break; }
-      attempts += 1;
+    if (!response.ok) { turn.article.remove(); say(await errorText(response), true); return; }
+    try { await readEvents(response, function (n, i, d) { turn.onEvent(n, i, d); }); } catch (e) { /* dropped */ }
+    if (!turn.ended && turn.turnId !== null) {
       say("Reconnecting…");
-      await new Promise(function (r) { setTimeout(r, 250 * attempts); });
-      var headers = { Accept: "text/event-stream" };
-      if (state.lastId !== null) headers["Last-Event-ID"] = state.lastId;
-      try {
-        response = await fetch("/api/chat/turns/" + encodeURIComponent(state.turnId) + "/events", { headers: headers, credentials: "same-origin" });
-      } catch (e) { continue; }
-      if (!response.ok) { say(await errorText(response), true); break; }
+      await turn.follow();
     }
-    paint();
-    article.removeAttribute("aria-busy");
+    turn.article.removeAttribute("aria-busy");
+    if (turn.failed) return;
+    if (!turn.ended || turn.logId === null) {
+      say("The connection was lost. Reload the page to see the answer once it is saved.", true);
+      return;
+    }
+    if (location.pathname !== form.dataset.sessionUrl) history.replaceState(null, "", form.dataset.sessionUrl);
+    var swapped = await turn.finish();
+    say(swapped ? "Answer saved." : "Answer saved. Reload the page to see it.");
   }
 
   form.addEventListener("submit", async function (event) {
