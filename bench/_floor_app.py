@@ -6,15 +6,20 @@ implementation of the two endpoints must do: look the token up, then
 - `/detail/<session id>`: the session row, then its messages oldest first
   with `citations`/`inline_citations` read as text and spliced into the body
   (`orjson.Fragment`, no decoding);
-- `/list?page=N`: the count of the caller's sessions and one page of 50
-  from `chat_sessions` alone, `message_count` by a subquery run for the
-  page's rows only.
+- `/etag/<session id>`: one indexed query for the ETag's inputs (the
+  session row, its turns' count and latest `created_at`), hashed as the
+  product hashes them, then `304` when `If-None-Match` holds it (else the
+  ETag alone with 200 and no body): the least a 304 costs;
+- `/list?page=N`: the count of the caller's sessions and, when the page is
+  not past the end, one page of 50 from `chat_sessions` alone,
+  `message_count` by a subquery run for the page's rows only.
 
 The database is `FLOOR_DATABASE` (a psycopg conninfo).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import Any
 from urllib.parse import parse_qs
@@ -69,17 +74,41 @@ def _detail(user_id: int, session_id: str) -> bytes:
     return orjson.dumps(body, option=orjson.OPT_UTC_Z)
 
 
+def _etag(user_id: int, session_id: str) -> str | None:
+    """The product's ETag for the session (`chat.api.rendering.session_detail_etag` with no `after`, UTC)."""
+    row = (
+        _db()
+        .execute(
+            "SELECT s.id, s.title, s.created_at, s.updated_at, "
+            "(SELECT count(*) FROM ai_chat_logs l WHERE l.session_id = s.id), "
+            "(SELECT max(created_at) FROM ai_chat_logs l WHERE l.session_id = s.id) "
+            "FROM chat_sessions s WHERE s.id = %s AND s.user_id = %s",
+            [session_id, user_id],
+        )
+        .fetchone()
+    )
+    if row is None:
+        return None
+    parts = (row[0], row[1], row[2].isoformat(), row[3].isoformat(), row[4], row[5], None, "UTC", "")
+    return '"' + hashlib.sha256(repr(parts).encode()).hexdigest()[:32] + '"'
+
+
 def _list(user_id: int, page: int) -> bytes:
     db = _db()
     (count,) = db.execute("SELECT count(*) FROM chat_sessions WHERE user_id = %s", [user_id]).fetchone() or (0,)
-    rows = db.execute(
-        "SELECT p.id, p.title, p.created_at, p.updated_at, "
-        "(SELECT count(*) FROM ai_chat_logs l WHERE l.session_id = p.id) "
-        "FROM (SELECT id, title, created_at, updated_at FROM chat_sessions WHERE user_id = %s "
-        "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 50 OFFSET %s) p "
-        "ORDER BY p.updated_at DESC, p.created_at DESC, p.id DESC",
-        [user_id, (page - 1) * 50],
-    ).fetchall()
+    offset = (page - 1) * 50
+    rows = (
+        []
+        if offset >= count
+        else db.execute(
+            "SELECT p.id, p.title, p.created_at, p.updated_at, "
+            "(SELECT count(*) FROM ai_chat_logs l WHERE l.session_id = p.id) "
+            "FROM (SELECT id, title, created_at, updated_at FROM chat_sessions WHERE user_id = %s "
+            "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT 50 OFFSET %s) p "
+            "ORDER BY p.updated_at DESC, p.created_at DESC, p.id DESC",
+            [user_id, offset],
+        ).fetchall()
+    )
     base = "http://127.0.0.1/api/chat/sessions/"
     body = {
         "count": count,
@@ -102,6 +131,14 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         status, body = 401, b'{"detail":"Invalid token."}'
     elif path.startswith("/detail/"):
         status, body = 200, _detail(user_id, path.removeprefix("/detail/"))
+    elif path.startswith("/etag/"):
+        etag = _etag(user_id, path.removeprefix("/etag/"))
+        sent = next((v for k, v in scope["headers"] if k == b"if-none-match"), b"").decode()
+        status, body = (304 if etag is not None and sent == etag else 200), b""
+        headers = [(b"etag", (etag or "").encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return
     elif path == "/list":
         page = int(parse_qs(scope["query_string"].decode()).get("page", ["1"])[0])
         status, body = 200, _list(user_id, page)

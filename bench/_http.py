@@ -1,7 +1,7 @@
 """Real-HTTP helpers for the benchmarks: scratch databases, uvicorn servers, a keep-alive client.
 
-`scratch_postgres(server_url)` creates `silvia_bench_<pid>_<n>` and drops it
-at exit. `Server` runs one uvicorn process (one worker, no access log) for an
+`scratch_postgres(server_url)` (from `bench._scratch`) creates a scratch
+database and drops it, with its roles, at exit. `Server` runs one uvicorn process (one worker, no access log) for an
 ASGI app: the product (`silvia.asgi:application`) or the floor
 (`bench._floor_app:app`), so both pay the same HTTP server and the same
 client. `Client.get` reads a whole body over one kept-alive connection.
@@ -11,38 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import itertools
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
+from bench._scratch import scratch_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
-_names = itertools.count()
-
-
-@contextlib.contextmanager
-def scratch_postgres(server_url: str) -> Iterator[tuple[str, str]]:
-    """A fresh database on `server_url`; yields (psycopg conninfo, Django DATABASE_URL)."""
-    name = f"silvia_bench_{os.getpid()}_{next(_names)}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    conninfo = psycopg.conninfo.make_conninfo(server_url, dbname=name)
-    params = psycopg.conninfo.conninfo_to_dict(conninfo)
-    auth = str(params.get("user", "postgres")) + (f":{params['password']}" if params.get("password") else "")
-    django_url = f"postgres://{auth}@{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}/{name}"
-    try:
-        yield conninfo, django_url
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+__all__ = ["ROOT", "Client", "Server", "django_env", "scratch_postgres"]
 
 
 def django_env(database_url: str) -> dict[str, str]:
@@ -55,6 +34,8 @@ def django_env(database_url: str) -> dict[str, str]:
         DJANGO_SECRET_KEY=env.get("DJANGO_SECRET_KEY", "bench-only-secret-key-not-for-production-0123456789"),
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
         DJANGO_LOG_LEVEL="WARNING",
+        # No access log, as the floor writes none (uvicorn's --no-access-log says the same).
+        DJANGO_ACCESS_LOG="false",
         PYTHONPATH=str(ROOT),
     )
     return env
@@ -123,5 +104,5 @@ class Client:
         body = response.read()
         if response.status != expect:
             raise AssertionError(f"GET {path}: {response.status} {body[:300]!r}")
-        self.last_headers = dict(response.getheaders())
+        self.last_headers = response.headers  # case-insensitive
         return body

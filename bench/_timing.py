@@ -1,8 +1,14 @@
-"""Timing helpers shared by the benchmarks (`get_session.py`, `derive.py`).
+"""Timing helpers shared by the benchmarks.
 
 Times are wall-clock seconds from `time.perf_counter`; figures are printed in
-milliseconds. p95 is the nearest-rank percentile (with 20 runs: the 19th
-fastest), so it is always a time that was measured.
+milliseconds. Every figure is a median with its range (the fastest and the
+slowest run), so a reader sees how much the machine moved while it ran.
+
+Product and floor are timed in rounds (`time_alternately`): each round runs
+every side once, and the order flips from one round to the next, so load
+from other processes hits both sides alike and neither always runs right
+after the other. A ratio (`Ratio`) is the ratio of the two medians, and its
+range is the spread of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -11,13 +17,16 @@ import gc
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+MIN_ROUNDS = 5
+"""No ratio is printed from fewer rounds than this."""
 
 
 @dataclass(frozen=True, slots=True)
 class Timings:
-    """The runs of one timed thing, in seconds."""
+    """The runs of one timed thing, in seconds, in the order they ran (one per round)."""
 
     runs: tuple[float, ...]
 
@@ -26,13 +35,62 @@ class Timings:
         return statistics.median(self.runs)
 
     @property
+    def low(self) -> float:
+        return min(self.runs)
+
+    @property
+    def high(self) -> float:
+        return max(self.runs)
+
+    @property
     def p95(self) -> float:
+        """Nearest rank, so always a time that was measured."""
         ordered = sorted(self.runs)
         return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
     def line(self, label: str, width: int = 44) -> str:
-        """`label  median 12.3 ms  p95 14.0 ms` (milliseconds)."""
-        return f"  {label:<{width}} median {self.median * 1000:9.2f} ms   p95 {self.p95 * 1000:9.2f} ms"
+        """`label  median 12.30 ms  range 11.90-15.20 ms` (milliseconds)."""
+        return (
+            f"  {label:<{width}} median {self.median * 1000:9.2f} ms   "
+            f"range {self.low * 1000:.2f}-{self.high * 1000:.2f} ms   ({len(self.runs)} runs)"
+        )
+
+    def minus(self, other: Timings) -> Timings:
+        """Per round, this run minus `other`'s run of the same round (time beyond `other`)."""
+        return Timings(tuple(a - b for a, b in zip(self.runs, other.runs, strict=True)))
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """subject/baseline: the ratio of the medians, with the range of the per-round ratios."""
+
+    value: float
+    low: float
+    high: float
+    rounds: int
+
+    @classmethod
+    def of(cls, subject: Timings, baseline: Timings) -> Ratio:
+        per_round = [s / b for s, b in zip(subject.runs, baseline.runs, strict=True) if b > 0]
+        if not per_round:
+            per_round = [math.inf]
+        return cls(subject.median / baseline.median if baseline.median > 0 else math.inf, min(per_round),
+                   max(per_round), len(subject.runs))  # fmt: skip
+
+    @classmethod
+    def inverse(cls, subject: Timings, baseline: Timings) -> Ratio:
+        """baseline/subject: for rates (turns/s, rows/s), where higher is better."""
+        per_round = [b / s for s, b in zip(subject.runs, baseline.runs, strict=True) if s > 0]
+        return cls(baseline.median / subject.median, min(per_round), max(per_round), len(subject.runs))
+
+    def text(self, *, goal: float | None = None, at_least: bool = False) -> str:
+        """`1.23 (per-round range 1.10-1.40; goal <= 1.5: met)`."""
+        verdict = ""
+        if goal is not None:
+            met = self.value >= goal if at_least else self.value <= goal
+            sign = ">=" if at_least else "<="
+            verdict = f"; goal {sign} {goal:.3g}: {'met' if met else 'NOT MET'}"
+        return f"{self.value:.2f} (per-round range {self.low:.2f}-{self.high:.2f}, {self.rounds} rounds{verdict})"
 
 
 def time_once(fn: Callable[[], object]) -> float:
@@ -46,27 +104,37 @@ def time_once(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def time_alternately(timed: dict[str, Callable[[], object]], *, runs: int, warmup: int = 2) -> dict[str, Timings]:
-    """Time each callable `runs` times, taking turns, after `warmup` untimed rounds.
+def time_alternately(
+    timed: dict[str, Callable[[], object]], *, runs: int, warmup: int = 2, collect: bool = True
+) -> dict[str, Timings]:
+    """Time each callable `runs` times (at least `MIN_ROUNDS`) in rounds, after `warmup` untimed rounds.
 
-    Taking turns puts every callable under the same machine noise (other
-    processes, CPU frequency) instead of giving one of them a quiet minute.
+    Each round calls every callable once; odd rounds run them in reverse
+    order. `collect=False` skips the untimed `gc.collect()` before each call
+    (for calls of a few milliseconds over HTTP, where the client's garbage is
+    negligible and a full collection costs more than the call).
     """
+    runs = max(runs, MIN_ROUNDS)
+    names: Sequence[str] = list(timed)
     for _ in range(warmup):
         for fn in timed.values():
             fn()
-    measured: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(runs):
-        for name, fn in timed.items():
-            measured[name].append(time_once(fn))
+    measured: dict[str, list[float]] = {name: [] for name in names}
+    for round_number in range(runs):
+        order = names if round_number % 2 == 0 else list(reversed(names))
+        for name in order:
+            if collect:
+                measured[name].append(time_once(timed[name]))
+            else:
+                started = time.perf_counter()
+                timed[name]()
+                measured[name].append(time.perf_counter() - started)
     return {name: Timings(tuple(values)) for name, values in measured.items()}
 
 
 def ratio_line(subject: Timings, baseline: Timings, *, goal: float, what: str = "ratio") -> str:
-    """`ratio (median) 1.23, p95 1.30 (goal <= 1.5: met)`."""
-    ratio = subject.median / baseline.median
-    met = "met" if ratio <= goal else "NOT MET"
-    return f"  {what} (median/median) {ratio:.2f}, p95/p95 {subject.p95 / baseline.p95:.2f} (goal <= {goal:g}: {met})"
+    """`  what 1.23 (per-round range 1.10-1.40, 10 rounds; goal <= 1.5: met)`."""
+    return f"  {what} {Ratio.of(subject, baseline).text(goal=goal)}"
 
 
 DEFAULT_SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"

@@ -151,12 +151,18 @@ def rows(count: int, *, session_id: uuid.UUID, user_ids: list[int], seed: int) -
 # -- setup per backend ------------------------------------------------------------
 
 
-def _setup_django(database_url: str) -> None:
+def _setup_django(database_url: str, static_root: str) -> None:
     os.environ["DATABASE_URL"] = database_url
+    # The production storage (hashed names from collectstatic's manifest) in a
+    # folder of our own: a fresh clone has no manifest, and the admin's pages
+    # would be a 500 without one.
+    os.environ["DJANGO_STATIC_ROOT"] = static_root
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
     import django
+    from django.core.management import call_command
 
     django.setup()
+    call_command("collectstatic", interactive=False, verbosity=0)
 
 
 def _prepare(count: int, seed: int) -> tuple[Any, list[int], str]:
@@ -237,32 +243,27 @@ def _baseline(backend: str, url_or_path: str) -> Any:
 
 
 def run(backend: str, count: int, runs: int, seed: int, server_url: str) -> int:
-    scratch = f"silvia_bench_admin_{os.getpid()}"
-    cleanup: Any
-    if backend == "postgresql":
-        import psycopg
-        from psycopg import sql
+    from bench._scratch import create_database, database_urls, drop_database, scratch_name
 
-        with psycopg.connect(server_url, autocommit=True) as admin_conn:
-            admin_conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch)))
-        target = psycopg.conninfo.make_conninfo(server_url, dbname=scratch)
-        info = psycopg.conninfo.conninfo_to_dict(target)
-        user, host, port = info.get("user", "postgres"), info.get("host", "127.0.0.1"), info.get("port", 5432)
-        url = f"postgres://{user}@{host}:{port}/{scratch}"
+    cleanup: Any
+    folder = tempfile.TemporaryDirectory(prefix="silvia_bench_admin_")
+    if backend == "postgresql":
+        scratch = scratch_name("admin")
+        create_database(server_url, scratch)
+        target, url = database_urls(server_url, scratch)
 
         def cleanup() -> None:
             from django.db import connections
 
             connections.close_all()
-            with psycopg.connect(server_url, autocommit=True) as admin_conn:
-                admin_conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch)))
+            drop_database(server_url, scratch)
+            folder.cleanup()
     else:
-        folder = tempfile.TemporaryDirectory(prefix="silvia_bench_admin_")
         target = str(Path(folder.name) / "bench.sqlite3")
         url = f"sqlite:///{target}"
         cleanup = folder.cleanup
     try:
-        _setup_django(url)
+        _setup_django(url, str(Path(folder.name) / "static"))
         return _measure(backend, target, count, runs, seed)
     finally:
         cleanup()

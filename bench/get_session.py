@@ -42,9 +42,15 @@ if str(ROOT) not in sys.path:
 import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
-from bench._http import Server, django_env, scratch_postgres  # noqa: E402
+from bench._http import Client, Server, django_env, scratch_postgres  # noqa: E402
 from bench._load import add_user, copy_logs, copy_sessions, migrate, vacuum  # noqa: E402
-from bench._timing import DEFAULT_SERVER_URL, postgres_server_url, ratio_line, time_alternately  # noqa: E402
+from bench._timing import (  # noqa: E402
+    DEFAULT_SERVER_URL,
+    MIN_ROUNDS,
+    postgres_server_url,
+    ratio_line,
+    time_alternately,
+)
 
 GOAL_FLOOR = 1.15
 CITATIONS_PER_MESSAGE = 10
@@ -195,6 +201,33 @@ def postgres_unreachable(server_url: str) -> str | None:
 
 
 MEMORY_GOAL_MIB = 64
+#: Goals of issue 24 per session size; other sizes get GOAL_FLOOR.
+GOAL_BY_SIZE = {100: 1.3, 2000: 1.15, 10000: 1.15}
+GOAL_NOT_MODIFIED = 2.0
+
+
+def print_not_modified(p: Client, f: Client, session_id: uuid.UUID, size: int, runs: int) -> None:
+    """Time `If-None-Match` with the current ETag (a 304) against the floor's 304 (one indexed query)."""
+    p.get(f"/api/chat/sessions/{session_id}")
+    etag = p.last_headers["ETag"]
+    f.get(f"/etag/{session_id}")
+    floor_etag = f.last_headers["etag"]
+    product_path, floor_path = f"/api/chat/sessions/{session_id}", f"/etag/{session_id}"
+    assert p.get(product_path, expect=304, headers={"If-None-Match": etag}) == b""
+    assert f.get(floor_path, expect=304, headers={"If-None-Match": floor_etag}) == b""
+    t = time_alternately(
+        {
+            "product": functools.partial(p.get, product_path, expect=304, headers={"If-None-Match": etag}),
+            "floor": functools.partial(f.get, floor_path, expect=304, headers={"If-None-Match": floor_etag}),
+        },
+        runs=runs,
+        warmup=3,
+        collect=False,
+    )
+    print(f"get_session bench, 304 with If-None-Match ({size}-turn session), {runs} rounds")
+    print(t["product"].line("product 304"))
+    print(t["floor"].line("floor 304 (token, one indexed query, hash)"))
+    print(ratio_line(t["product"], t["floor"], goal=GOAL_NOT_MODIFIED, what="304: product/floor"), flush=True)
 
 
 def load(conninfo: str, sizes: list[int], seed: int = 5) -> tuple[str, dict[int, uuid.UUID]]:
@@ -247,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         default=20,
         help="timed runs per size (fewer for big sessions: at most 200,000 turns in all)",
     )
+    parser.add_argument("--etag-runs", type=int, default=30, help="rounds of the 304 comparison (0: skip)")
     parser.add_argument(
         "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
     )
@@ -257,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"get_session bench: skipped, no PostgreSQL at {server_url} ({reason})")
         return 0
     sizes = list(args.messages) + ([args.memory_messages] if args.memory_messages else [])
-    with scratch_postgres(server_url) as (conninfo, django_url):
+    with scratch_postgres(server_url, "session") as (conninfo, django_url):
         migrate(django_url)
         key, sessions = load(conninfo, sizes)
         auth = {"Authorization": f"Token {key}"}
@@ -287,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                 assert orjson.loads(mine) == orjson.loads(f.get(floor_url)), (
                     f"{size} messages: product and floor bodies differ"
                 )
-                runs = max(5, min(args.runs, 200_000 // size))
+                runs = max(MIN_ROUNDS, min(args.runs, 200_000 // size))
                 t = time_alternately(
                     {"product": functools.partial(p.get, url), "floor": functools.partial(f.get, floor_url)},
                     runs=runs,
@@ -295,11 +329,16 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print(
                     f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, "
-                    f"body {len(mine) / 1e6:.1f} MB, {runs} runs"
+                    f"body {len(mine) / 1e6:.1f} MB, {runs} rounds"
                 )
                 print(t["product"].line("product (silvia.asgi, token auth)"))
                 print(t["floor"].line("floor (raw psycopg + orjson, JSON as text)"))
-                print(ratio_line(t["product"], t["floor"], goal=GOAL_FLOOR, what="product/floor"), flush=True)
+                goal = GOAL_BY_SIZE.get(size, GOAL_FLOOR)
+                print(ratio_line(t["product"], t["floor"], goal=goal, what=f"detail {size} turns: product/floor"))
+                print(flush=True)
+            if args.etag_runs:
+                size = min(args.messages)
+                print_not_modified(p, f, sessions[size], size, args.etag_runs)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark with small defaults, a few minutes in all.
+"""`make bench`: every benchmark with small defaults, about 15 minutes in all.
 
     .venv/bin/python bench/run_all.py [--database-url postgres://user@host:5432/postgres]
 
@@ -9,14 +9,19 @@ Runs, each in its own process, printing its figures as it goes:
 3. `import_turns.py`: 10,000 records, and a 20 MB `.json` list against `.jsonl`;
 4. `derive.py` at 10,000 and 100,000 rows;
 5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
-6. `sql_tool.py` at 10, 1,000 and 10,000 rows on SQLite and PostgreSQL (5 runs);
+6. `sql_tool.py` at 10, 1,000 and 100,000 rows on SQLite and PostgreSQL (5 rounds);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
 8. `live_turns.py`: 1 and 20 turns on SQLite (embedded broker), and on PostgreSQL with a worker killed;
-9. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record;
-10. `sandbox.py --runs 10`: an `execute_python` call in its sandbox vs unconfined, and
+9. `orm_vs_raw.py`: the raw writes left in the code against the ORM's bulk operations;
+10. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record;
+11. `sandbox.py --runs 10`: an `execute_python` call in its sandbox vs unconfined, and
     SQLite's guarded `printf` vs its own.
 
-get_session, list_sessions, import_turns and backfill need PostgreSQL.
+At the end it repeats the lines of issue 24's table, each a median with the
+range of its rounds, and drops any scratch database (and its roles) of this
+run that a killed benchmark left.
+
+get_session, list_sessions, import_turns, backfill and orm_vs_raw need PostgreSQL.
 
 PostgreSQL is the server of `--database-url` (default: DATABASE_URL when it
 is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres); the
@@ -29,24 +34,57 @@ figures say it).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._scratch import DEFAULT_PREFIX, drop_database_roles, sweep  # noqa: E402
 from bench._timing import DEFAULT_SERVER_URL, postgres_server_url  # noqa: E402
 from bench.get_session import postgres_unreachable  # noqa: E402
 
+#: The lines of issue 24's table, as the benchmarks print them (the summary repeats them).
+TABLE_LINES = (
+    "detail 100 turns:",
+    "detail 2000 turns:",
+    "detail 10000 turns:",
+    "304:",
+    "empty list (the API's fixed cost)",
+    "list page 1, beyond the empty list",
+    "list page 150, beyond the empty list",
+    "import 10k turns vs executemany",
+    ".json import peak memory vs .jsonl",
+    "execute_sql PostgreSQL 1,000 rows",
+    "execute_sql PostgreSQL 100,000 rows",
+)
+_table: dict[str, str] = {}
 
-def _run(title: str, command: list[str]) -> tuple[str, float, int]:
+
+def _run(title: str, command: list[str], env: dict[str, str], after: Any = None) -> tuple[str, float, int]:
+    """Run one benchmark, echoing its output and keeping its lines of issue 24's table;
+    then `after(pid)` when given."""
     print(f"\n== {title}", flush=True)
     started = time.perf_counter()
-    status = subprocess.call([sys.executable, *command], cwd=ROOT)
+    process = subprocess.Popen(
+        [sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        stripped = line.strip()
+        for key in TABLE_LINES:
+            if stripped.startswith(key):
+                _table[key] = stripped
+    status = process.wait()
+    if after is not None:
+        after(process.pid)
     elapsed = time.perf_counter() - started
     if status:
         print(f"   exit status {status}", flush=True)
@@ -64,12 +102,19 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     if reason is not None:
         notes.append(f"PostgreSQL at {server_url} did not answer ({reason}): its figures were skipped")
+    # Every scratch database of this run starts with this prefix, so that
+    # what a killed benchmark left (databases and their roles) is dropped below.
+    run_prefix = f"{os.environ.get('BENCH_DB_PREFIX') or DEFAULT_PREFIX}_{os.getpid()}"
+    env = {**os.environ, "BENCH_DB_PREFIX": run_prefix}
+
+    def _run_here(title: str, command: list[str], after: Any = None) -> tuple[str, float, int]:
+        return _run(title, command, env, after)
 
     started = time.perf_counter()
     results = []
     if reason is None:
         results += [
-            _run(
+            _run_here(
                 "get_session: GET /api/chat/sessions/<id> over HTTP (uvicorn) vs the same-work floor",
                 [
                     "bench/get_session.py",
@@ -85,11 +130,11 @@ def main(argv: list[str] | None = None) -> int:
                     server_url,
                 ],
             ),
-            _run(
+            _run_here(
                 "list_sessions: GET /api/chat/sessions/ over HTTP, 10,000 sessions, pages 1 and 150, vs cheap SQL",
                 ["bench/list_sessions.py", "--runs", "20", "--database-url", server_url],
             ),
-            _run(
+            _run_here(
                 "import_turns: 10,000 records vs executemany of the same rows; a 20 MB .json list vs .jsonl",
                 ["bench/import_turns.py", "--records", "10000", "--json-mb", "20", "--database-url", server_url],
             ),
@@ -97,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         notes.append("get_session, list_sessions and import_turns need PostgreSQL: skipped")
     results.append(
-        _run(
+        _run_here(
             "derive: to_citable_content vs reading label + id columns", ["bench/derive.py", "--rows", "10000", "100000"]
         )
     )
@@ -107,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("backfill needs PostgreSQL: skipped")
     else:
         results.append(
-            _run(
+            _run_here(
                 "backfill: backfill_citation_targets vs raw psycopg",
                 ["bench/backfill.py", "--rows", "20000", "--database-url", server_url],
             )
@@ -115,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if (BENCH / "sql_tool.py").is_file():
         results.append(
-            _run(
+            _run_here(
                 "sql_tool: execute_sql isolated execution vs the same SELECT run directly",
                 [
                     "bench/sql_tool.py",
@@ -124,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--rows",
                     "10",
                     "1000",
-                    "10000",
+                    "100000",
                     "--runs",
                     "5",
                     "--database-url",
@@ -135,23 +180,48 @@ def main(argv: list[str] | None = None) -> int:
     admin_title = "admin: the log list, first pages, vs a raw first page"
     if reason is None:
         command = ["bench/admin.py", "--rows", "20000", "--database-url", server_url]
-        results.append(_run(admin_title + " (PostgreSQL)", command))
+        results.append(_run_here(admin_title + " (PostgreSQL)", command))
     else:
         notes.append("admin on PostgreSQL skipped")
-    results.append(_run(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
+    results.append(_run_here(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
     live = ["bench/live_turns.py", "--rounds", "3"]
     sqlite_live = [*live, "--levels", "1", "20", "--sqlite", "--kill-turns", "0"]
-    results.append(_run("live_turns: 20 concurrent turns vs one, Procfile processes, SQLite", sqlite_live))
+    results.append(_run_here("live_turns: 20 concurrent turns vs one, Procfile processes, SQLite", sqlite_live))
     if reason is None:
-        pg_live = [*live, "--levels", "1", "20", "--kill-turns", "10", "--database-url", server_url]
-        results.append(_run("live_turns: the same on PostgreSQL, and a worker killed", pg_live))
+        # live_turns (engine18's) names its database silvia_bench_live_<pid> and drops it, not its roles.
+        def drop_live_roles(pid: int) -> None:
+            if dropped := drop_database_roles(server_url, f"silvia_bench_live_{pid}"):
+                notes.append(f"dropped the roles live_turns left: {', '.join(dropped)}")
+
+        results.append(
+            _run_here(
+                "live_turns: the same on PostgreSQL, and a worker killed",
+                [*live, "--levels", "1", "20", "--kill-turns", "10", "--database-url", server_url],
+                drop_live_roles,
+            )
+        )
+
+    if reason is None:
+        results.append(
+            _run_here(
+                "orm_vs_raw: the raw writes left in the code vs the ORM's bulk operations",
+                ["bench/orm_vs_raw.py", "--database-url", server_url],
+            )
+        )
+        dropped = sweep(server_url, run_prefix)
+        if dropped:
+            notes.append(f"dropped what a benchmark left behind: {', '.join(dropped)}")
     results.append(
-        _run("sandbox: execute_python sandboxed vs unconfined; guarded printf vs SQLite's", ["bench/sandbox.py"])
+        _run_here("sandbox: execute_python sandboxed vs unconfined; guarded printf vs SQLite's", ["bench/sandbox.py"])
     )
 
     results.append(
-        _run("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])
+        _run_here("startup: manage.py check vs a bare project's; import_turns of one record", ["bench/startup.py"])
     )
+
+    print("\n== issue 24's table (median, per-round range; details above)")
+    for key in TABLE_LINES:
+        print(f"  {_table.get(key, key + ' skipped: it needs PostgreSQL' if reason else key + ' MISSING')}")
 
     print(f"\n== summary ({time.perf_counter() - started:.0f}s)")
     for title, elapsed, status in results:

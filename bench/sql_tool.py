@@ -3,8 +3,8 @@
     .venv/bin/python bench/sql_tool.py                                   # both databases, 10 / 1,000 / 100,000 rows
     .venv/bin/python bench/sql_tool.py --backend sqlite --rows 10 1000 --runs 20
 
-A scratch database (PostgreSQL `silvia_bench_sql_<pid>` on the server of
-`--database-url`, its two roles dropped with it; or a temporary SQLite file)
+A scratch database (PostgreSQL `<prefix>_sql_<pid>_<n>` on the server of
+`--database-url`, its two roles dropped with it (`bench/_scratch.py`); or a temporary SQLite file)
 is migrated and loaded with two users, each holding N holdings over 20
 accounts, so the scope filter has another user's rows to skip. The query is
 
@@ -21,7 +21,8 @@ and returns the N rows of the bench user. Taking turns, `--runs` times each:
   the first after the user's data changed);
 - **direct**: the same SELECT over the base tables with `WHERE user_id = …`
   (the view's own SQL) on a raw psycopg / sqlite3 connection as the app,
-  rows fetched and zipped into the same dicts.
+  values decoded as the tool decodes them (PostgreSQL: `numeric` as float,
+  dates and times as text), rows fetched and zipped into the same dicts.
 
 Goal: tool/direct ≤ 1.5 at 1,000 rows and above.
 """
@@ -103,8 +104,17 @@ def _direct(backend: str, url: str, user_id: int) -> tuple[Any, Any]:
 
     if backend == "postgres":
         import psycopg
+        from psycopg.types.numeric import FloatLoader
+        from psycopg.types.string import TextLoader
+
+        from finance.sql_postgres import TEXT_TYPES
 
         connection: Any = psycopg.connect(url, autocommit=True)
+        # Decoded exactly as the tool decodes (finance.sql_postgres): numeric
+        # as float, dates and times as PostgreSQL's text.
+        connection.adapters.register_loader("numeric", FloatLoader)
+        for name in TEXT_TYPES:
+            connection.adapters.register_loader(name, TextLoader)
         sql = f"SELECT {COLUMNS} FROM ({view_body('holding_details', user_filter='a.user_id = %s')}) AS q"
     else:
         import sqlite3
@@ -122,21 +132,16 @@ def _direct(backend: str, url: str, user_id: int) -> tuple[Any, Any]:
 
 def run_backend(*, backend: str, sizes: list[int], runs: int, server_url: str) -> list[dict[str, Any]]:
     """One scratch database per size; returns the figures of each."""
-    import psycopg
-    from psycopg import sql
+    from bench._scratch import create_database, database_urls, drop_database
+    from bench._scratch import scratch_name as scratch_name_for
 
     figures = []
     for rows in sizes:
         scratch_name = scratch_dir = None
         if backend == "postgres":
-            scratch_name = f"silvia_bench_sql_{os.getpid()}_{rows}"
-            with psycopg.connect(server_url, autocommit=True) as admin:
-                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch_name)))
-                admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(scratch_name)))
-            direct_url = psycopg.conninfo.make_conninfo(server_url, dbname=scratch_name)
-            p = psycopg.conninfo.conninfo_to_dict(direct_url)
-            auth = str(p.get("user", "postgres")) + (f":{p['password']}" if p.get("password") else "")
-            django_url = f"postgres://{auth}@{p.get('host', '127.0.0.1')}:{p.get('port', 5432)}/{scratch_name}"
+            scratch_name = scratch_name_for("sql")
+            create_database(server_url, scratch_name)
+            direct_url, django_url = database_urls(server_url, scratch_name)
         else:
             scratch_dir = tempfile.mkdtemp(prefix="silvia_bench_sql_")
             direct_url = os.path.join(scratch_dir, "bench.sqlite3")
@@ -180,7 +185,7 @@ def run_backend(*, backend: str, sizes: list[int], runs: int, server_url: str) -
 
             connections.close_all()
             if scratch_name is not None:
-                _drop_postgres(server_url, scratch_name)
+                drop_database(server_url, scratch_name)
             if scratch_dir is not None:
                 shutil.rmtree(scratch_dir, ignore_errors=True)
     return figures
@@ -192,30 +197,18 @@ def _db_settings(url: str) -> dict[str, Any]:
     return environ.Env.db_url_config(url)
 
 
-def _drop_postgres(server_url: str, name: str) -> None:
-    """Drop the scratch database and the two roles its migration created (they are named after it)."""
-    import psycopg
-    from psycopg import sql
-
-    from finance.view_sql import role_names
-
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        for role in role_names(name):
-            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
-
-
 def format_figures(f: dict[str, Any]) -> str:
     name = {"postgres": "PostgreSQL", "sqlite": "SQLite"}[f["backend"]]
     lines = [
-        f"sql_tool bench, {name}: {f['rows']:,} rows, {f['runs']} runs",
+        f"sql_tool bench, {name}: {f['rows']:,} rows, {f['runs']} rounds",
         f["tool"].line("tool (isolated execution)"),
     ]
     if "tool, cold copy" in f:
         lines.append(f["tool, cold copy"].line("tool, cold copy (private copy rebuilt)"))
     lines.append(f["direct"].line("direct (same SELECT, raw connection)"))
     goal = GOAL_RATIO if f["rows"] >= 1000 else float("inf")
-    lines.append(ratio_line(f["tool"], f["direct"], goal=goal, what="tool/direct"))
+    what = f"execute_sql {name} {f['rows']:,} rows: tool/same-work direct"
+    lines.append(ratio_line(f["tool"], f["direct"], goal=goal, what=what))
     return "\n".join(lines)
 
 

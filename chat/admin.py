@@ -10,13 +10,14 @@ goes through deleting the user, which cascades.
 Counts, the kind filter and the search are computed by the database from
 the stored JSON itself (`chat.citation_queries`: jsonb/jsonpath with GIN
 indexes on PostgreSQL, JSON1 on SQLite), so a row reads the same whoever
-wrote it (issue 12). The list never loads the JSON into Python. HTML comes
-from `chat.admin_display` (format_html only).
+wrote it (issue 12). The list never loads the JSON into Python. The log
+page's citation tables come from `chat.admin_display` (templates under
+`templates/admin/chat/chatlog/display/`); the one-line cells here use
+`format_html`.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
@@ -38,7 +39,7 @@ from chat.citation_queries import STATES, HasCitationState, NamesAccount, Source
 from chat.models import ChatLog, ChatSession
 from chat.selectors import chat_logs_with_citation_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
-from citations.turn import parse_uuid
+from citations.uuids import parse_uuid
 
 if TYPE_CHECKING:
     from chat.selectors import ChatLogWithCounts
@@ -61,13 +62,6 @@ URL_LOOKUPS = frozenset(
         "session",
     }
 )
-
-
-def _as_uuid(term: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(term)
-    except ValueError:
-        return None
 
 
 class _ReadOnlyAdmin(admin.ModelAdmin):
@@ -227,7 +221,7 @@ class ChatLogAdmin(_ReadOnlyAdmin):
         for word in search_term.split():
             owner = Subquery(users.filter(**{get_user_model().USERNAME_FIELD: word}).values("pk")[:1])
             matches = Q(SourceContains(word)) | Q(NamesAccount(word)) | Q(user_id=owner)
-            as_uuid = _as_uuid(word)
+            as_uuid = parse_uuid(word)
             if as_uuid is not None:
                 matches |= Q(pk=as_uuid) | Q(session_id=as_uuid)
             queryset = queryset.filter(matches)
@@ -387,7 +381,7 @@ class ChatSessionAdmin(_ReadOnlyAdmin):
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         for word in search_term.split():
             matches = Q(title__icontains=word) | Q(user__username=word)
-            as_uuid = _as_uuid(word)
+            as_uuid = parse_uuid(word)
             if as_uuid is not None:
                 matches |= Q(pk=as_uuid)
             queryset = queryset.filter(matches)

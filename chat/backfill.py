@@ -3,11 +3,12 @@
 `backfill_citation_targets` is the one code path behind the data migration
 `chat/migrations/0002_backfill_citation_targets.py` and
 `python manage.py backfill_citation_targets`. It takes the model class so
-that the migration can pass its historical model (`apps.get_model`), and
-otherwise talks to the table through raw SQL on that model's connection:
-instantiating models would cost more than the backfill itself, and the
-batched write has no ORM equivalent (`bulk_update` builds a `CASE` with every
-value quoted in Python).
+that the migration can pass its historical model (`apps.get_model`). It
+reads through the ORM (`values_list`, the JSON as its stored text, so no
+model is instantiated), and writes each batch with one raw statement: the
+ORM's `bulk_update` builds a `CASE` with every value quoted in Python and
+measured twice the time of the raw write for the same rows
+(bench/orm_vs_raw.py, "backfill write").
 
 One batch, at most `batch_size` rows in primary-key order after the last one:
 
@@ -51,7 +52,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Field, JSONField, Model
+from django.db.models import Field, JSONField, Model, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from citations.backfill import CitationListBackfill, backfill_citation_list
 
@@ -314,10 +316,11 @@ def _column(field: Field[Any, Any]) -> str:
 
 
 class _Table:
-    """The SQL of one model's table on one connection (PostgreSQL or SQLite)."""
+    """One model's table on one connection (PostgreSQL or SQLite): ORM reads, one raw write per batch."""
 
     def __init__(self, model: type[Model], alias: str) -> None:
         self.alias = alias
+        self.manager = model._default_manager
         self.connection = connections[alias]
         pk = model._meta.pk
         if pk is None:
@@ -331,16 +334,15 @@ class _Table:
         self.columns = ", ".join(qn(_column(f)) for f in self.written)
         self.is_postgresql = self.connection.vendor == "postgresql"
 
-    # ids: the database's representation (UUID on PostgreSQL, 32 hex digits on SQLite)
-    def db_id(self, value: uuid.UUID | str) -> Any:
+    # ids are UUIDs: the ORM reads and writes them in the database's representation.
+    def db_id(self, value: uuid.UUID | str) -> uuid.UUID:
         try:
-            parsed = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+            return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
         except ValueError:
             raise ValueError(f"not a UUID: {value!r}") from None
-        return self.pk.get_db_prep_value(parsed, self.connection)
 
     def text_id(self, db_value: Any) -> str:
-        return str(self.pk.to_python(db_value))
+        return str(db_value)
 
     def decode(self, name: str, raw: Any) -> Any:
         if not isinstance(raw, (str, bytes)):
@@ -356,22 +358,18 @@ class _Table:
     def encode(self, name: str, value: Any) -> str:
         return json.dumps(value, cls=self.json_fields[name].encoder)
 
+    def _rows(self, after: Any = None) -> QuerySet[Any, tuple[Any, Any, Any]]:
+        """(id, citations, inline_citations) in id order, the JSON as its stored text (decoded by `decode`)."""
+        rows = self.manager.using(self.alias).order_by("pk")
+        if after is not None:
+            rows = rows.filter(pk__gt=after)
+        return rows.values_list("pk", *(Cast(name, TextField()) for name in JSON_FIELDS))
+
     def count(self, after: Any) -> int:
-        where, params = self._after(after)
-        with self.connection.cursor() as cursor:
-            # S608: table and columns are quote_name()d model metadata; values are parameters.
-            cursor.execute(f"SELECT COUNT(*) FROM {self.table}{where}", params)  # noqa: S608
-            return cursor.fetchone()[0]
+        return self._rows(after).count()
 
     def scan(self, after: Any, limit: int) -> list[tuple[Any, Any, Any]]:
-        where, params = self._after(after)
-        sql = f"SELECT {self.columns} FROM {self.table}{where} ORDER BY {self.pk_column} LIMIT %s"  # noqa: S608 - as count()
-        with self.connection.cursor() as cursor:
-            cursor.execute(sql, [*params, limit])
-            return cursor.fetchall()
-
-    def _after(self, after: Any) -> tuple[str, list[Any]]:
-        return (f" WHERE {self.pk_column} > %s", [after]) if after is not None else ("", [])
+        return list(self._rows(after)[:limit])
 
     def lock_and_read(self, ids: Sequence[Any]) -> list[tuple[Any, Any, Any]]:
         """Lock these rows (PostgreSQL) and read them as stored now; call inside a transaction."""
@@ -380,28 +378,10 @@ class _Table:
     def read(self, ids: Sequence[Any], *, lock: bool = False) -> list[tuple[Any, Any, Any]]:
         """These rows as stored now, in id order (locked `FOR UPDATE` with `lock`)."""
         # Id order: concurrent backfills take their locks in the same order.
-        lock_sql = (
-            " " + self.connection.ops.for_update_sql()
-            if lock and self.connection.features.has_select_for_update
-            else ""
-        )
         rows: list[tuple[Any, Any, Any]] = []
-        with self.connection.cursor() as cursor:
-            if self.is_postgresql:
-                cursor.execute(
-                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} = ANY(%s) "  # noqa: S608 - as count()
-                    f"ORDER BY {self.pk_column}{lock_sql}",
-                    [list(ids)],
-                )
-                return cursor.fetchall()
-            for chunk in _chunks(ids, self._max_params()):
-                placeholders = ", ".join(["%s"] * len(chunk))
-                cursor.execute(
-                    f"SELECT {self.columns} FROM {self.table} WHERE {self.pk_column} IN ({placeholders}) "  # noqa: S608 - as count()
-                    f"ORDER BY {self.pk_column}{lock_sql}",
-                    list(chunk),
-                )
-                rows.extend(cursor.fetchall())
+        for chunk in _chunks(ids, self._max_params()):
+            chosen = self._rows().filter(pk__in=chunk)
+            rows.extend(chosen.select_for_update() if lock else chosen)
         return sorted(rows, key=lambda row: row[0])
 
     def write(self, plans: list[tuple[Any, _RowPlan]]) -> None:
@@ -428,6 +408,7 @@ class _Table:
         qn = self.connection.ops.quote_name
         definitions = ", ".join(f"{qn(_column(f))} {f.cast_db_type(self.connection)}" for f in self.written)
         assignments = ", ".join(f"{qn(name)} = v.{qn(name)}" for name in names[1:])
+        # Raw: bench/orm_vs_raw.py "backfill write" (bulk_update: 2x).
         with self.connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {self.table} SET {assignments} "  # noqa: S608 - as count(); the batch is one parameter
@@ -443,10 +424,12 @@ class _Table:
         columns = [qn(_column(f)) for f in self.written]
         assignments = ", ".join(f"{c} = v.{c}" for c in columns[1:])
         row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        prep = self.pk.get_db_prep_value
         encoded = [
-            (row[0], self.encode("citations", row[1]), self.encode("inline_citations", row[2]), *row[3:])
+            (prep(row[0], self.connection), self.encode("citations", row[1]), self.encode("inline_citations", row[2]))
             for row in rows
         ]
+        # Raw: as `_write_postgresql` (bench/orm_vs_raw.py "backfill write").
         with self.connection.cursor() as cursor:
             for chunk in _chunks(encoded, max(1, self._max_params() // len(columns))):
                 cursor.execute(
@@ -459,6 +442,8 @@ class _Table:
     def _max_params(self) -> int:
         # SQLite's real limit (32766 since 3.32) rather than Django's
         # conservative 999, so that a batch is one statement where possible.
+        if self.is_postgresql:
+            return 65535  # a protocol limit; a batch is far below it
         self.connection.ensure_connection()
         raw = self.connection.connection
         getlimit = getattr(raw, "getlimit", None)

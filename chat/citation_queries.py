@@ -15,6 +15,11 @@ so nothing can go stale. Each expression is written twice, per vendor:
 
 States are those of `citations.summary.classify_citation`: a target kind,
 `typed`, `untyped` or `malformed`. Other databases raise `NotSupportedError`.
+
+These are ORM expressions (`Func` subclasses used in `filter`/`annotate`);
+the SQL inside them is raw because the ORM has no jsonpath, `@?` or
+`jsonb_array_elements`/`json_each` lookup. What they cost is measured by
+bench/README.md, "admin" (each filter's line names the expression it uses).
 """
 
 # SQL below is built from constant fragments and compiled column names only;

@@ -32,9 +32,9 @@ class ChatSession(models.Model):
 
     class Meta:
         db_table = "chat_sessions"
-        ordering = ["-updated_at", "-created_at"]  # noqa: RUF012
+        ordering = ["-updated_at", "-created_at"]
         # The list's order within one user: its count and any page are index scans.
-        indexes = [models.Index(fields=["user", "-updated_at", "-created_at", "-id"], name="chat_sessions_user_order")]  # noqa: RUF012
+        indexes = [models.Index(fields=["user", "-updated_at", "-created_at", "-id"], name="chat_sessions_user_order")]
 
     def __str__(self) -> str:
         return self.title or str(self.id)
@@ -62,8 +62,8 @@ class ChatLog(models.Model):
 
     class Meta:
         db_table = "ai_chat_logs"
-        ordering = ["created_at", "id"]  # noqa: RUF012
-        indexes = [  # noqa: RUF012
+        ordering = ["created_at", "id"]
+        indexes = [
             models.Index(fields=["session", "created_at"], name="ai_chat_logs_session_created"),
             models.Index(fields=["created_at"], name="ai_chat_logs_created"),
         ]
@@ -71,7 +71,7 @@ class ChatLog(models.Model):
         # being arrays; a double-encoded string is refused at the door. The
         # GIN and trigram indexes the admin reads through are PostgreSQL-only
         # and live in migration 0003, not here.
-        constraints = [  # noqa: RUF012
+        constraints = [
             models.CheckConstraint(condition=JsonTypeIsArray("citations"), name="ai_chat_logs_citations_is_array"),
             models.CheckConstraint(
                 condition=JsonTypeIsArray("inline_citations"), name="ai_chat_logs_inline_citations_is_array"
@@ -143,8 +143,8 @@ class LiveTurn(models.Model):
 
     class Meta:
         db_table = "chat_live_turns"
-        ordering = ["-created_at"]  # noqa: RUF012
-        constraints = [  # noqa: RUF012
+        ordering = ["-created_at"]
+        constraints = [
             # One queued or running turn per session (docs/live.md: a second POST is a 409).
             models.UniqueConstraint(
                 fields=["session_id"],
@@ -152,7 +152,7 @@ class LiveTurn(models.Model):
                 name="chat_live_turns_one_active_per_session",
             ),
         ]
-        indexes = [  # noqa: RUF012
+        indexes = [
             # Admission (docs/live.md "Admission"): a user's active turns, and the queue's depth.
             models.Index(fields=["user", "status"], name="chat_live_turns_user_status"),
             models.Index(fields=["status", "created_at"], name="chat_live_turns_status"),
@@ -176,8 +176,8 @@ class LiveTurnEvent(models.Model):
 
     class Meta:
         db_table = "chat_live_turn_events"
-        ordering = ["turn", "seq"]  # noqa: RUF012
-        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]  # noqa: RUF012
+        ordering = ["turn", "seq"]
+        constraints = [models.UniqueConstraint(fields=["turn", "seq"], name="chat_live_turn_events_turn_seq")]
 
     def __str__(self) -> str:
         return f"{self.turn_id}#{self.seq} {self.event}"

@@ -7,15 +7,17 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, DateTimeField, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import Count, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
-from citations.turn import parse_uuid
+from chat.precompiled import PrecompiledQuery
+from citations.uuids import parse_uuid
 
 #: Most recently active first; the index `chat_sessions_user_order` serves it.
 SESSION_ORDER = ("-updated_at", "-created_at", "-id")
@@ -29,6 +31,53 @@ def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
     `message_count` to one page.
     """
     return ChatSession.objects.filter(user_id=user.pk).order_by(*SESSION_ORDER)
+
+
+#: The count of one user's sessions (`session_list_for_user(...).count()`), compiled once: it runs on
+#: every list request (bench/README.md, "empty list").
+_SESSION_COUNT = PrecompiledQuery(
+    lambda user_id: (
+        ChatSession.objects.filter(user_id=user_id)
+        .order_by()
+        .values("user_id")
+        .annotate(n=Count("pk"))
+        .values_list("n")
+    ),
+    -424_242,  # user ids are positive
+)
+
+
+def session_count_for_user(*, user: AbstractBaseUser) -> int:
+    """`session_list_for_user(user=user).count()`, by one precompiled query (the same index). One query."""
+    rows = _SESSION_COUNT.rows(int(user.pk))
+    return int(rows[0][0]) if rows else 0
+
+
+def _session_page(user_id: int, bottom: int, top: int, fields: tuple[str, ...]) -> QuerySet[ChatSession, tuple]:
+    page = ChatSession.objects.filter(user_id=user_id).order_by(*SESSION_ORDER)[bottom:top]
+    return sessions_with_message_counts(page=page).values_list(*fields)
+
+
+#: A page of `sessions_with_message_counts`, compiled once per (slice, fields) (bench/README.md, "list page 1").
+_SESSION_PAGE = PrecompiledQuery(_session_page, -424_244)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionListPages:
+    """The caller's sessions as a paginator reads them: `count()` and `page(bottom, top, fields)`.
+
+    `count()` is `session_count_for_user`; a page is
+    `sessions_with_message_counts` of `session_list_for_user[bottom:top]`,
+    as tuples of `fields`. Nothing is built until asked.
+    """
+
+    user: AbstractBaseUser
+
+    def count(self) -> int:
+        return session_count_for_user(user=self.user)
+
+    def page(self, bottom: int, top: int, fields: Sequence[str]) -> list[tuple[Any, ...]]:
+        return _SESSION_PAGE.rows(int(self.user.pk), shape=(bottom, top, tuple(fields)))
 
 
 def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:
@@ -86,6 +135,27 @@ class SessionDetail:
     after: MessageCursor | None
 
 
+def _session_detail(session_id: uuid.UUID, user_id: int, after: uuid.UUID) -> QuerySet[ChatSession, tuple]:
+    """The session row, its turns' count and latest `created_at`, and the `created_at` of turn `after`."""
+    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
+    return (
+        ChatSession.objects.filter(pk=session_id, user_id=user_id)
+        .annotate(
+            message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
+            last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
+            after_created_at=Subquery(ChatLog.objects.filter(pk=after, session=OuterRef("pk")).values("created_at")),
+        )
+        .values_list(*_SESSION_FIELDS, "message_count", "last_message_at", "after_created_at")
+    )
+
+
+_SESSION_FIELDS = tuple(field.attname for field in ChatSession._meta.concrete_fields)
+#: `_session_detail`, compiled once: the detail and its 304 run it on every request (bench/README.md, "304").
+_SESSION_DETAIL = PrecompiledQuery(_session_detail, uuid.UUID(int=0x5E55), -424_243, uuid.UUID(int=0xAF7E))
+#: No turn has this id: the `after` of a request without `?after=`.
+_NO_TURN = uuid.UUID(int=0)
+
+
 def session_detail_for_user(
     *, session_id: str | uuid.UUID, user: AbstractBaseUser, after: uuid.UUID | None = None
 ) -> SessionDetail | None:
@@ -94,22 +164,17 @@ def session_detail_for_user(
     session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
     if session_uuid is None:
         return None
-    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
-    queryset = ChatSession.objects.filter(pk=session_uuid, user_id=user.pk).annotate(
-        message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
-        last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
-        after_created_at=Subquery(ChatLog.objects.filter(pk=after, session=OuterRef("pk")).values("created_at"))
-        if after is not None
-        else Value(None, output_field=DateTimeField()),
-    )
-    session = queryset.first()
-    if session is None:
+    rows = _SESSION_DETAIL.rows(session_uuid, int(user.pk), after or _NO_TURN)
+    if not rows:
         return None
-    position = getattr(session, "after_created_at", None)
+    row = rows[0]
+    width = len(_SESSION_FIELDS)
+    session = ChatSession.from_db(DEFAULT_DB_ALIAS, _SESSION_FIELDS, row[:width])
+    message_count, last_message_at, position = row[width:]
     return SessionDetail(
         session=session,
-        message_count=getattr(session, "message_count", 0),
-        last_message_at=getattr(session, "last_message_at", None),
+        message_count=message_count,
+        last_message_at=last_message_at,
         after=MessageCursor(position, after) if position is not None and after is not None else None,
     )
 

@@ -4,11 +4,19 @@ A `.json` file holds one record (an object) or a list of records; a `.jsonl`
 file one record per line (blank lines are skipped). Every record comes with
 the line it starts on, so an import can report `file:line: path: message`.
 
-Reading is linear in the file: `.jsonl` is streamed line by line as bytes,
-and a `.json` list is decoded element by element with the line count carried
-forward. A bad byte (not UTF-8) or a bad line fails only its own record, with
-its line and byte offset; a syntax error inside a `.json` list ends that file
-(where the next record starts is unknowable), earlier records still count.
+Both are streamed, so memory stays flat whatever the file's size: `.jsonl`
+line by line, and a `.json` list value by value (`_Scanner` finds where each
+value ends from its brackets and strings, reading a chunk at a time, and the
+value's bytes are decoded as a `.jsonl` line is). The records' decoding is
+the same for both formats. A bad byte (not UTF-8), a value that is not JSON
+or a record over the size limit fails only its own record, with its line
+and byte offset; in a `.json` list, a missing separator or a file that ends
+inside a value ends that file (where the next record starts is unknowable),
+earlier records still count. Our own scanner rather than a streaming parser
+library: each record must keep the line it starts on and its own bytes (for
+the byte offset of a bad byte and the size limit), which `ijson` does not
+give; the records are then decoded exactly as `.jsonl` lines are
+(bench/README.md, "import_turns").
 """
 
 from __future__ import annotations
@@ -34,7 +42,6 @@ def _reject_constant(name: str) -> None:
 
 # Strict JSON (RFC 8259): Python's decoder would take NaN and Infinity.
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_WHITESPACE = " \t\n\r"
 _BOM = b"\xef\xbb\xbf"
 # orjson reads integers past 64 bits as floats, silently; records holding
 # such a literal (or anything orjson refuses) go through the stdlib decoder,
@@ -43,8 +50,6 @@ _BOM = b"\xef\xbb\xbf"
 # zeros and spaces: several times faster than a regular expression.)
 _DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_DIGITS = b"0" * 19
-# Bytes that were not UTF-8, as `surrogateescape` decoding keeps them.
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,20 @@ def _too_big(size: int, limit: int) -> str:
     return f"record of {size} bytes is over the limit of {limit} bytes (--max-record-bytes)"
 
 
+def _decode(data: bytes, line: int, start: int) -> FileRecord:
+    """One record's bytes (from byte `start` of the file, line `line`) as a `FileRecord`."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return FileRecord(
+            line, error=f"not UTF-8: byte 0x{data[error.start]:02x} at byte offset {start + error.start} of the file"
+        )
+    try:
+        return FileRecord(line, _loads(data))
+    except _DECODE_ERRORS as error:
+        return FileRecord(line, error=_not_json(error))
+
+
 def _jsonl_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
     offset = 0
     number = 0
@@ -99,6 +118,7 @@ def _jsonl_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
         offset += len(line)
         if number == 1 and line.startswith(_BOM):
             line = line[len(_BOM) :]
+            start += len(_BOM)
         if len(line) > limit + 1 or (len(line) == limit + 1 and not line.endswith(b"\n")):
             # Skip the rest of the over-long line without holding it.
             while line and not line.endswith(b"\n"):
@@ -108,110 +128,176 @@ def _jsonl_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
             continue
         if not line.strip():
             continue
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as error:
-            yield FileRecord(
-                number,
-                error=f"not UTF-8: byte 0x{line[error.start]:02x} at byte offset {start + error.start} of the file",
-            )
-            continue
-        try:
-            yield FileRecord(number, _loads(line))
-        except _DECODE_ERRORS as error:
-            yield FileRecord(number, error=_not_json(error))
+        yield _decode(line, number, start)
 
 
-def _skip_whitespace(text: str, position: int) -> int:
-    while position < len(text) and text[position] in _WHITESPACE:
-        position += 1
-    return position
+#: Bytes read from a `.json` file at a time.
+CHUNK_BYTES = 1 << 20
+# Everything up to the next bracket outside a string (group 1: the bracket),
+# or up to a string that goes on past what was read (group 1: its quote), or
+# to the end of what was read (group 1 empty): strings are skipped by the
+# regular expression engine, not in Python.
+_UP_TO_BRACKET = re.compile(rb'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*([\[\]{}"]|\Z)', re.S)
+# A string from its opening quote (group 1: the closing quote, None if it goes on past what was read).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(")?', re.S)
+_SPACE = re.compile(rb"[ \t\r\n]*")
+_SCALAR_END = re.compile(rb"[,\]\s]")
 
 
-class _Lines:
-    """Line numbers of positions in `text` visited in increasing order: each newline is counted once."""
+class _StructureError(Exception):
+    """Where the next record starts cannot be known: the rest of the file is skipped."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.position = 0
-        self.line = 1
 
-    def at(self, position: int) -> int:
-        self.line += self.text.count("\n", self.position, position)
-        self.position = position
+class _Scanner:
+    """The bytes of a `.json` file, read `CHUNK_BYTES` at a time, scanned forward value by value.
+
+    It finds where a value ends by its brackets and strings alone, so a
+    record is decoded from its own bytes, as a line of `.jsonl` is; it holds
+    one chunk and the record being read (not even that for a record over
+    the limit, which is skipped). Lines are counted as it goes.
+    """
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+        self.buf = b""
+        self.base = 0  # offset in the file of buf[0]
+        self.pos = 0  # scanning position in buf
+        self.mark = 0  # buf[mark:] is kept when more is read
+        self.line = 1  # the line of buf[counted]
+        self.counted = 0
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read the next chunk (dropping what is before `mark`); False at the end of the file."""
+        if self.eof:
+            return False
+        chunk = self.handle.read(CHUNK_BYTES)
+        if not chunk:
+            self.eof = True
+            return False
+        self.line += self.buf.count(b"\n", self.counted, self.mark)
+        self.base += self.mark
+        self.buf = self.buf[self.mark :] + chunk
+        self.pos -= self.mark
+        self.counted = 0
+        self.mark = 0
+        return True
+
+    def line_at(self, position: int) -> int:
+        self.line += self.buf.count(b"\n", self.counted, position)
+        self.counted = position
         return self.line
 
+    def peek(self) -> bytes:
+        """The byte at the scanning position (b"" at the end of the file), after any whitespace."""
+        while True:
+            self.pos = _SPACE.match(self.buf, self.pos).end()  # type: ignore[union-attr]  # always matches
+            if self.pos < len(self.buf):
+                return self.buf[self.pos : self.pos + 1]
+            self.mark = self.pos
+            if not self.more():
+                return b""
 
-def _bad_byte(text: str, start: int, end: int) -> str | None:
-    """The message for the first byte that was not UTF-8 in `text[start:end]`, or None."""
-    found = _ESCAPED_BYTE.search(text, start, end)
-    if found is None:
-        return None
-    offset = len(text[: found.start()].encode("utf-8", "surrogateescape"))
-    return f"not UTF-8: byte 0x{ord(found.group()) - 0xDC00:02x} at byte offset {offset} of the file"
+    def value(self, limit: int) -> tuple[bytes | None, int, int]:
+        """Scan the value at the scanning position: (its bytes, or None past `limit`; its start in the file; its size).
 
-
-def _element(text: str, position: int, dirty: bool, limit: int) -> tuple[FileRecord | None, int, str | None]:
-    """Decode the value at `position`: (record or None on a syntax error, end, error message)."""
-    try:
-        value, end = _decoder.raw_decode(text, position)
-    except _DECODE_ERRORS as error:
-        where = getattr(error, "pos", position)
-        return None, position, (_bad_byte(text, position, where + 1) if dirty else None) or _not_json(error)
-    problem = _bad_byte(text, position, end) if dirty else None
-    if (
-        problem is None
-        and end - position > limit // 4
-        and len(text[position:end].encode("utf-8", "surrogateescape")) > limit
-    ):
-        problem = _too_big(len(text[position:end].encode("utf-8", "surrogateescape")), limit)
-    return FileRecord(0, None if problem else value, problem), end, None
-
-
-def _json_records(data: bytes, limit: int) -> Iterator[FileRecord]:
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    try:
-        text, dirty = data.decode("utf-8"), False
-    except UnicodeDecodeError:
-        # Keep going: a bad byte fails only the record it is in.
-        text, dirty = data.decode("utf-8", "surrogateescape"), True
-    del data
-    lines = _Lines(text)
-    position = _skip_whitespace(text, 0)
-    if not text.startswith("[", position):
-        record, end, error = _element(text, position, dirty, limit)
-        if record is None:
-            yield FileRecord(lines.at(position), error=error)
-        elif _skip_whitespace(text, end) != len(text):
-            yield FileRecord(lines.at(end), error="not JSON: extra data after the record")
+        Raises `_StructureError` when the file ends inside it.
+        """
+        self.mark = self.pos
+        start_in_file = self.base + self.pos
+        first = self.buf[self.pos : self.pos + 1]
+        if first in (b"[", b"{", b'"'):
+            self._scan_brackets(limit, string_only=first == b'"')
         else:
-            yield FileRecord(lines.at(position), record.value, record.error)
-        return
-    position = _skip_whitespace(text, position + 1)
-    if text.startswith("]", position):
-        return
-    while True:
-        record, end, error = _element(text, position, dirty, limit)
-        if record is None:
-            yield FileRecord(lines.at(position), error=f"{error}; rest of file skipped")
+            while (end := _SCALAR_END.search(self.buf, self.pos)) is None:
+                self.pos = len(self.buf)
+                if not self.more():
+                    break
+            self.pos = len(self.buf) if end is None else end.start()
+        size = self.base + self.pos - start_in_file
+        kept = start_in_file >= self.base  # not dropped while skipping a record over the limit
+        data = self.buf[start_in_file - self.base : self.pos] if size <= limit and kept else None
+        self.mark = self.pos
+        return data, start_in_file, size
+
+    def _scan_brackets(self, limit: int, *, string_only: bool) -> None:
+        depth = 0
+        start_in_file = self.base + self.pos
+        while True:
+            found = (_STRING if string_only else _UP_TO_BRACKET).match(self.buf, self.pos)
+            assert found is not None  # it always matches, if only the end
+            byte = found.group(1)
+            if string_only and byte == b'"':
+                self.pos = found.end()
+                return
+            if byte in (b"", b'"', None):
+                # The end of what was read, or a string that goes on: read on.
+                # A record over the limit is not kept while it is skipped.
+                self.pos = found.start() if byte is None else found.start(1)
+                if self.base + self.pos - start_in_file > limit:
+                    self.mark = self.pos
+                if not self.more():
+                    raise _StructureError("not JSON: the file ends inside a record")
+                continue
+            self.pos = found.end()
+            if byte in (b"[", b"{"):
+                depth += 1
+            else:
+                depth -= 1
+                if depth <= 0:
+                    return
+
+
+def _json_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
+    scanner = _Scanner(handle)
+    while len(scanner.buf) < len(_BOM) and scanner.more():
+        pass
+    if scanner.buf.startswith(_BOM):
+        scanner.pos = len(_BOM)
+    try:
+        first = scanner.peek()
+        if first != b"[":
+            # One record (or not JSON at all): the whole file is that value.
+            line = scanner.line_at(scanner.pos)
+            data, start, size = scanner.value(limit)
+            if scanner.peek():
+                yield FileRecord(scanner.line_at(scanner.pos), error="not JSON: extra data after the record")
+            elif data is None:
+                yield FileRecord(line, error=_too_big(size, limit))
+            else:
+                yield _decode(data, line, start)
             return
-        yield FileRecord(lines.at(position), record.value, record.error)
-        position = _skip_whitespace(text, end)
-        if text.startswith(",", position):
-            position = _skip_whitespace(text, position + 1)
-            continue
-        if text.startswith("]", position) and _skip_whitespace(text, position + 1) == len(text):
-            return
-        yield FileRecord(lines.at(position), error="not JSON: expected ',' or the closing ']'; rest of file skipped")
-        return
+        scanner.pos += 1
+        if scanner.peek() == b"]":
+            scanner.pos += 1
+        else:
+            while True:
+                scanner.peek()
+                line = scanner.line_at(scanner.pos)
+                data, start, size = scanner.value(limit)
+                yield _decode(data, line, start) if data is not None else FileRecord(line, error=_too_big(size, limit))
+                separator = scanner.peek()
+                scanner.pos += 1
+                if separator == b",":
+                    continue
+                if separator == b"]":
+                    break
+                yield FileRecord(
+                    scanner.line_at(scanner.pos - 1),
+                    error="not JSON: expected ',' or the closing ']'; rest of file skipped",
+                )
+                return
+        if scanner.peek():
+            yield FileRecord(scanner.line_at(scanner.pos), error="not JSON: extra data after the list")
+    except _StructureError as error:
+        yield FileRecord(scanner.line_at(min(scanner.pos, len(scanner.buf))), error=f"{error}; rest of file skipped")
 
 
 def read_turn_records(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[FileRecord]:
     """Yield the records of a `.json` or `.jsonl` file in order.
 
-    A `.jsonl` file is streamed line by line (memory stays flat on large
-    files); a `.json` file is read whole. Raises `TurnFileError` when the
+    Both are streamed: a `.jsonl` file line by line, a `.json` list value by
+    value (`_Scanner`), so memory stays flat on large files. Raises `TurnFileError` when the
     file cannot be opened or has another suffix. A record that is not JSON,
     not UTF-8 (with the byte and its offset in the file) or over
     `max_record_bytes` is yielded with its `error` and the line it starts on.
@@ -220,11 +306,8 @@ def read_turn_records(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_
     if suffix not in (".json", ".jsonl"):
         raise TurnFileError(f"{path}: expected a .json or .jsonl file")
     try:
-        if suffix == ".jsonl":
-            with path.open("rb") as handle:
-                yield from _jsonl_records(handle, max_record_bytes)
-        else:
-            yield from _json_records(path.read_bytes(), max_record_bytes)
+        with path.open("rb") as handle:
+            yield from (_jsonl_records if suffix == ".jsonl" else _json_records)(handle, max_record_bytes)
     except OSError as error:
         raise TurnFileError(f"{path}: cannot read: {error.strerror or error}") from None
 

@@ -20,6 +20,13 @@ Rows are written in id order so that concurrent imports lock in one order.
 PostgreSQL takes each step as one statement over a JSON document
 (`jsonb_to_recordset`): one parameter, no per-value quoting in Python.
 SQLite runs one statement per row, which costs nothing without a network.
+
+Raw SQL, not the ORM's bulk operations (issue 23): `bulk_create` with
+`ignore_conflicts` does not say which rows it created (no `RETURNING`), and
+`update_conflicts` cannot keep a stored title, take the times' span or
+leave another user's session alone; `bulk_create(ignore_conflicts=True)` of
+the same 500 turns also measured twice the time of step 1
+(bench/orm_vs_raw.py, "turns insert"). Each statement names its line.
 """
 
 from __future__ import annotations
@@ -111,6 +118,7 @@ def _insert_turns_pg(names: Sequence[str], rows: list[dict[str, Any]]) -> set[An
     columns = ", ".join(names)
     source = _pg_recordset(ChatLog, names)
     # Column names come from the model, values travel as one parameter.
+    # Raw: bench/orm_vs_raw.py "turns insert" (bulk_create: 2x, and no RETURNING).
     sql = (
         f"INSERT INTO ai_chat_logs ({columns}) SELECT {columns} FROM {source} ON CONFLICT (id) DO NOTHING RETURNING id"  # noqa: S608
     )
@@ -122,6 +130,7 @@ def _insert_turns_pg(names: Sequence[str], rows: list[dict[str, Any]]) -> set[An
 def _upsert_sessions_pg(sessions: list[dict[str, Any]]) -> set[Any]:
     columns = ", ".join(_SESSION_COLUMNS)
     source = _pg_recordset(ChatSession, _SESSION_COLUMNS)
+    # Raw: bench/import_turns.py "import 10k turns" (no ORM upsert keeps a title, spans times, checks owner).
     sql = f"INSERT INTO chat_sessions ({columns}) SELECT {columns} FROM {source} {_SESSION_CONFLICT} RETURNING id"  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, [orjson.dumps(sessions).decode()])
@@ -137,6 +146,7 @@ def _prep(model: type[Any], name: str, value: Any) -> Any:
 
 def _insert_turns_sqlite(names: Sequence[str], rows: list[dict[str, Any]]) -> set[Any]:
     values = ", ".join(["%s"] * len(names))
+    # Raw: as `_insert_turns_pg` (bench/orm_vs_raw.py "turns insert"); one row per statement for its rowcount.
     sql = f"INSERT INTO ai_chat_logs ({', '.join(names)}) VALUES ({values}) ON CONFLICT (id) DO NOTHING"  # noqa: S608
     created = set()
     with connection.cursor() as cursor:
@@ -151,6 +161,7 @@ def _upsert_sessions_sqlite(sessions: list[dict[str, Any]]) -> set[Any]:
     names = _SESSION_COLUMNS
     values = ", ".join(["%s"] * len(names))
     conflict = _SESSION_CONFLICT.replace("LEAST", "MIN").replace("GREATEST", "MAX")  # SQLite's scalar min/max
+    # Raw: as `_upsert_sessions_pg` (bench/import_turns.py "import 10k turns").
     sql = f"INSERT INTO chat_sessions ({', '.join(names)}) VALUES ({values}) {conflict}"  # noqa: S608
     ours = set()
     with connection.cursor() as cursor:

@@ -34,7 +34,7 @@ from citations.citable import SearchResult, to_citable_content
 from citations.live_events import StreamEvent, citation_event, text_event
 from citations.registry import TurnRegistry
 from citations.targets import WebTarget
-from citations.text import storable_json, storable_text, utf16_length
+from citations.text import storable_json, storable_text
 from citations.turn import (
     SEARCH_RESULT_LOCATION,
     WEB_SEARCH_RESULT_LOCATION,
@@ -42,6 +42,7 @@ from citations.turn import (
     Event,
     ToolCallEvent,
 )
+from citations.utf16 import utf16_length
 
 __all__ = [
     "AssembledTurn",

@@ -6,7 +6,8 @@ each read one file of their own folder under the corpus root (the
 The output is what `citations.citable.to_citable_content` reads for these tools:
 `{"path": str, "content": str, "meta": dict | None}`.
 
-Pure Python file I/O: no Django import, the root is passed in.
+Pure Python file I/O: no Django import, the root is passed in. Which
+tools read which folder is declared once, in `citations.citable.library.LIBRARIES`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ import posixpath
 from pathlib import Path
 from typing import Any, TypedDict
 
-#: Reader tool name -> its folder under the corpus root (docs/citable.md).
-CORPUS_FOLDERS: dict[str, str] = {
-    "read_tax_authority": "tax-authority",
-    "read_credit_card_document": "credit-card-corpus",
-    "read_mortgage_authority": "mortgage-code",
-}
+from citations.citable.library import LIBRARIES
+
+#: Reader tool name -> its folder under the corpus root (docs/citable.md; declared in `citations.citable.library`).
+CORPUS_FOLDERS: dict[str, str] = {library.tool: library.folder for library in LIBRARIES}
 
 SIDECAR_SUFFIX = ".meta.json"
 

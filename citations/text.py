@@ -1,6 +1,7 @@
 """Text as clients slice it and as the databases store it (docs/turns.md#what-a-turn-stores).
 
-- Offsets are UTF-16 code units, what JavaScript's `length` counts.
+- Offsets are UTF-16 code units, what JavaScript's `length` counts
+  (`citations.utf16`).
 - PostgreSQL stores neither a NUL character (text columns, jsonb) nor a lone
   UTF-16 surrogate (not Unicode at all; orjson and UTF-8 refuse it too). An
   import refuses a record holding one (`citations.turn`); a live turn, which
@@ -13,16 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "storable_json", "storable_text", "text_problem", "utf16_length"]
+__all__ = ["REPLACEMENT", "storable_json", "storable_text", "text_problem"]
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def utf16_length(text: str) -> int:
-    """Length of `text` in UTF-16 code units (what JavaScript's `length` counts)."""
-    # Characters outside the BMP take two units; count them instead of encoding.
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 def text_problem(text: str) -> str | None:

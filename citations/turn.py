@@ -11,15 +11,26 @@ turn stores is computed by `citations.assembler`; the Django side
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
+from citations.citable import tool_spec
+from citations.json_checks import TurnRecordError, expect, optional_str
 from citations.text import text_problem
+from citations.uuids import parse_uuid
+
+__all__ = [
+    "AssistantEvent",
+    "Event",
+    "ToolCallEvent",
+    "TurnRecord",
+    "TurnRecordError",
+    "parse_turn_record",
+]
 
 PROMPT_VERSIONS = ("v5", "legacy")
 TITLE_MAX_LENGTH = 500
@@ -30,20 +41,6 @@ USERNAME_MAX_LENGTH = 150
 SEARCH_RESULT_LOCATION = "search_result_location"
 WEB_SEARCH_RESULT_LOCATION = "web_search_result_location"
 RECORDED_CITATION_TYPES = (SEARCH_RESULT_LOCATION, WEB_SEARCH_RESULT_LOCATION)
-
-
-class TurnRecordError(ValueError):
-    """A turn record refused whole.
-
-    `path` is the JSON path of the offending value (`events[3].output.rows`,
-    `record` for the top level), `message` says what is wrong there.
-    `str(error)` is `"<path>: <message>"`.
-    """
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}")
-        self.path = path
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,47 +79,9 @@ class TurnRecord:
 
 # --- validation -------------------------------------------------------------
 
-_JSON_TYPE_NAMES = {
-    dict: "an object",
-    list: "a list",
-    str: "a string",
-    bool: "a boolean",
-    int: "a number",
-    float: "a number",
-    type(None): "null",
-}
-
-
-def _describe(value: object) -> str:
-    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-_T = TypeVar("_T")
-
-
-def _expect(value: object, kind: type[_T], path: str, what: str) -> _T:
-    """`value` when it is a `kind` (a boolean is no number), else `TurnRecordError`."""
-    if isinstance(value, bool) and kind in (int, float):
-        raise TurnRecordError(path, f"expected {what}, got a boolean")
-    if not isinstance(value, kind):
-        raise TurnRecordError(path, f"expected {what}, got {_describe(value)}")
-    return value
-
-
-def parse_uuid(value: object) -> uuid.UUID | None:
-    """`value` as a UUID when it is a string in the canonical 8-4-4-4-12 hex
-    form (either case), else None. Stricter than `uuid.UUID`, which also
-    takes braces, `urn:uuid:` and undashed hex: an id has one spelling."""
-    if isinstance(value, str) and _CANONICAL_UUID.fullmatch(value):
-        return uuid.UUID(value)
-    return None
-
-
-_CANONICAL_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
 
 def _uuid(value: object, path: str) -> uuid.UUID:
-    _expect(value, str, path, "a UUID string")
+    expect(value, str, path, "a UUID string")
     parsed = parse_uuid(value)
     if parsed is None:
         raise TurnRecordError(path, f"not a UUID (8-4-4-4-12 hex digits): {value!r}")
@@ -130,7 +89,7 @@ def _uuid(value: object, path: str) -> uuid.UUID:
 
 
 def _datetime(value: object, path: str) -> dt.datetime:
-    text = _expect(value, str, path, "an ISO 8601 date-time string")
+    text = expect(value, str, path, "an ISO 8601 date-time string")
     try:
         parsed = dt.datetime.fromisoformat(text)
     except ValueError:
@@ -184,91 +143,58 @@ def _all_text_storable(record: object) -> bool:
     return b"\\u0000" not in encoded
 
 
-def _optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:
-    value = obj.get(key)
-    if value is not None:
-        _expect(value, str, f"{path}.{key}", "a string or null")
-
-
 def _check_tool_output(name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any], path: str) -> None:
-    """Check the output fields that docs/citable.md reads for `name`."""
-    if name == "execute_sql":
-        rows = _expect(output.get("rows"), list, f"{path}.rows", "a list")
-        for i, row in enumerate(rows):
-            _expect(row, dict, f"{path}.rows[{i}]", "an object")
-        columns = output.get("columns")
-        if columns is not None:
-            for i, column in enumerate(_expect(columns, list, f"{path}.columns", "a list of column names")):
-                _expect(column, str, f"{path}.columns[{i}]", "a string")
-    elif name == "execute_python":
-        _expect(output.get("stdout"), str, f"{path}.stdout", "a string")
-        _optional_str(output, "stderr", path)
-    elif name in ("read_tax_authority", "read_credit_card_document", "read_mortgage_authority"):
-        if output.get("path") is None:
-            # <path> falls back to the input's (docs/citable.md).
-            _expect(tool_input.get("path"), str, f"{path[: -len('.output')]}.input.path", "a string (no output.path)")
-        else:
-            _expect(output["path"], str, f"{path}.path", "a string")
-        _expect(output.get("content"), str, f"{path}.content", "a string")
-        meta = output.get("meta")
-        if meta is not None:
-            # The sidecar's fields are not checked: the reader passes them
-            # through, and a `source_url` or `title` that is not a string is
-            # read as absent (docs/citable.md).
-            _expect(meta, dict, f"{path}.meta", "an object or null")
-    elif name == "search_web":
-        results = _expect(output.get("results"), list, f"{path}.results", "a list")
-        for i, item in enumerate(results):
-            result = _expect(item, dict, f"{path}.results[{i}]", "an object")
-            for key in ("url", "title", "text"):
-                _optional_str(result, key, f"{path}.results[{i}]")
+    """Check the output fields that docs/citable.md reads for `name` (its `ToolSpec.check_output`)."""
+    spec = tool_spec(name)
+    if spec is not None:
+        spec.check_output(tool_input, output, path)
     # Any other tool gives no citable content: its output is not read.
 
 
 def _check_citation(value: object, path: str) -> None:
-    citation = _expect(value, dict, path, "an object")
-    kind = _expect(citation.get("type"), str, f"{path}.type", "a string")
+    citation = expect(value, dict, path, "an object")
+    kind = expect(citation.get("type"), str, f"{path}.type", "a string")
     if kind not in RECORDED_CITATION_TYPES:
         return  # other citation types are counted and skipped, not checked (docs/turns.md#what-a-turn-stores)
     # A web search citation is known by its `url`; ours by `source`.
     key = "url" if kind == WEB_SEARCH_RESULT_LOCATION else "source"
-    _expect(citation.get(key), str, f"{path}.{key}", "a string")
-    _expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")
-    _optional_str(citation, "title", path)
+    expect(citation.get(key), str, f"{path}.{key}", "a string")
+    expect(citation.get("cited_text"), str, f"{path}.cited_text", "a string")
+    optional_str(citation, "title", path)
 
 
 def _check_message(value: object, path: str) -> None:
-    message = _expect(value, dict, path, "an Anthropic message object")
+    message = expect(value, dict, path, "an Anthropic message object")
     role = message.get("role", "assistant")
     if role != "assistant":
         raise TurnRecordError(f"{path}.role", f"expected 'assistant', got {role!r}")
     model = message.get("model")
-    if model is not None and len(_expect(model, str, f"{path}.model", "a string")) > MODEL_MAX_LENGTH:
+    if model is not None and len(expect(model, str, f"{path}.model", "a string")) > MODEL_MAX_LENGTH:
         raise TurnRecordError(f"{path}.model", f"longer than {MODEL_MAX_LENGTH} characters")
-    content = _expect(message.get("content"), list, f"{path}.content", "a list of content blocks")
+    content = expect(message.get("content"), list, f"{path}.content", "a list of content blocks")
     for i, item in enumerate(content):
         block_path = f"{path}.content[{i}]"
-        block = _expect(item, dict, block_path, "a content block object")
-        _expect(block.get("type"), str, f"{block_path}.type", "a string")
+        block = expect(item, dict, block_path, "a content block object")
+        expect(block.get("type"), str, f"{block_path}.type", "a string")
         if block["type"] != "text":
             continue
-        _expect(block.get("text"), str, f"{block_path}.text", "a string")
+        expect(block.get("text"), str, f"{block_path}.text", "a string")
         citations = block.get("citations")
         if citations is None:
             continue
-        _expect(citations, list, f"{block_path}.citations", "a list or null")
+        expect(citations, list, f"{block_path}.citations", "a list or null")
         for j, citation in enumerate(citations):
             _check_citation(citation, f"{block_path}.citations[{j}]")
 
 
 def _parse_event(value: object, path: str) -> Event:
-    event = _expect(value, dict, path, "an event object")
+    event = expect(value, dict, path, "an event object")
     kind = event.get("type")
     if kind == "tool_call":
-        call_id = _expect(event.get("id"), str, f"{path}.id", "a string")
-        name = _expect(event.get("name"), str, f"{path}.name", "a string")
-        tool_input = _expect(event.get("input"), dict, f"{path}.input", "an object")
-        output = _expect(event.get("output"), dict, f"{path}.output", "an object")
+        call_id = expect(event.get("id"), str, f"{path}.id", "a string")
+        name = expect(event.get("name"), str, f"{path}.name", "a string")
+        tool_input = expect(event.get("input"), dict, f"{path}.input", "an object")
+        output = expect(event.get("output"), dict, f"{path}.output", "an object")
         _check_tool_output(name, tool_input, output, f"{path}.output")
         return ToolCallEvent(call_id, name, tool_input, output)
     if kind == "assistant":
@@ -285,31 +211,31 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
     `TurnRecordError` naming the JSON path of the first problem found; it
     never returns a partly checked record.
     """
-    _expect(record, dict, "record", "a turn record object")
+    expect(record, dict, "record", "a turn record object")
     assert isinstance(record, dict)
-    session = _expect(record.get("session"), dict, "session", "an object with an 'id'")
+    session = expect(record.get("session"), dict, "session", "an object with an 'id'")
     session_id = _uuid(session.get("id"), "session.id")
     title = session.get("title")
     if title is not None:
-        _expect(title, str, "session.title", "a string or null")
+        expect(title, str, "session.title", "a string or null")
         if len(title) > TITLE_MAX_LENGTH:
             raise TurnRecordError("session.title", f"longer than {TITLE_MAX_LENGTH} characters")
 
     user = None
     if not user_given:
         user = record.get("user")
-        _expect(user, str, "user", "a username string")
+        expect(user, str, "user", "a username string")
         if not user or len(user) > USERNAME_MAX_LENGTH:
             raise TurnRecordError("user", f"expected a username of 1 to {USERNAME_MAX_LENGTH} characters")
 
     prompt_version = record.get("prompt_version")
     if prompt_version not in PROMPT_VERSIONS:
         raise TurnRecordError("prompt_version", f"expected 'v5' or 'legacy', got {prompt_version!r}")
-    user_message = _expect(record.get("user_message"), str, "user_message", "a string")
+    user_message = expect(record.get("user_message"), str, "user_message", "a string")
     record_id = _uuid(record["id"], "id") if record.get("id") is not None else None
     created_at = _datetime(record["created_at"], "created_at") if record.get("created_at") is not None else None
 
-    events = _expect(record.get("events"), list, "events", "a list")
+    events = expect(record.get("events"), list, "events", "a list")
     _check_storable_text(record)
     parsed = tuple(_parse_event(event, f"events[{i}]") for i, event in enumerate(events))
     return TurnRecord(

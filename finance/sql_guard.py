@@ -21,7 +21,7 @@ from pglast import ast, parse_sql
 from pglast.enums import SQLValueFunctionOp
 from pglast.parser import ParseError
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.view_sql import VIEW_NAMES
 
 ALLOWED_FUNCTIONS: frozenset[str] = frozenset(

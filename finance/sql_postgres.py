@@ -14,6 +14,10 @@ The walls, outermost first:
    filtered by row-level security to `user_id = finance_sql_scope_user()`,
    a SECURITY DEFINER function that reads the scope row. With no scope row
    (or more than one) it is NULL and the views are empty.
+
+Raw SQL by necessity (issue 23): the ORM has no `set_config`, `DECLARE`/
+`FETCH` or pipeline, and the model's own SELECT is the query being run.
+Each statement names its benchmark line: bench/README.md, "sql_tool".
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ from psycopg import errors
 from psycopg.types.numeric import FloatLoader
 from psycopg.types.string import TextLoader
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.sql_guard import check_select
 from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, role_names
 
-_TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
+#: Types the tool reads as PostgreSQL's ISO text (JSON-ready); bench/sql_tool.py's direct query does the same.
+TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 _TOO_LARGE_MARK = "silvia: a row past the text cap"
 
 
@@ -95,7 +100,7 @@ def run_query(
             # JSON-ready values straight from the wire: numbers as float,
             # dates and times as PostgreSQL's ISO text.
             cursor.adapters.register_loader("numeric", FloatLoader)
-            for name in _TEXT_TYPES:
+            for name in TEXT_TYPES:
                 cursor.adapters.register_loader(name, TextLoader)
             first = first_batch(max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)
             try:
@@ -111,6 +116,7 @@ def run_query(
                 # A server-side cursor in this transaction: rows come in
                 # batches and the text cap is checked after each, so a huge
                 # result stops before it is in memory (sql_values.fetch_rows).
+                # Raw: bench/README.md "sql_tool" (one round trip for scope, settings, cursor, first rows).
                 with raw.pipeline():
                     setup.execute(
                         "WITH scope AS (INSERT INTO finance_sql_scope (pid, user_id) VALUES (pg_backend_pid(), %s) "
@@ -138,7 +144,7 @@ def run_query(
                     if left < timeout[0] * 0.9:
                         timeout[0] = left
                         setup.execute("SELECT set_config('statement_timeout', %s, true)", [str(left)])
-                    cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")
+                    cursor.execute(f"FETCH FORWARD {int(size)} FROM _silvia_sql")  # bench "sql_tool"
                     return cursor.fetchall()
 
                 rows = fetch_rows(fetchmany, max_rows=max_rows, max_chars=max_chars, max_row_chars=row_bytes)

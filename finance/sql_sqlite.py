@@ -22,6 +22,10 @@ Copies are cached per (database, user) and rebuilt when the user's rows
 change (row counts and latest `updated_at` of each table, checked with one
 query per call) or after `CACHE_SECONDS`; each copy is used by one thread at a
 time.
+
+Raw SQL by necessity (issue 23): the copy lives in a private `sqlite3`
+connection the ORM does not know, and the view bodies are the views' own
+SQL. Measured by bench/README.md, "sql_tool" (SQLite lines, cold copy too).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any, NoReturn
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.sql_values import fetch_rows, rows_output, value_too_long
 from finance.view_sql import VIEW_NAMES, quote_ident, view_body
 

@@ -19,7 +19,8 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from chat.tools.base import ToolError
+from citations.citable import EXECUTE_SQL
+from citations.tools import ToolError
 from finance import sql_postgres, sql_sqlite
 
 logger = logging.getLogger(__name__)
@@ -107,9 +108,9 @@ One statement, SELECT only, at most {rows} rows, {seconds:g} s. Common aggregate
 
 
 class ExecuteSqlTool:
-    """The `execute_sql` tool executor (`chat.tools.base.ToolExecutor`)."""
+    """The `execute_sql` tool executor (`citations.tools.ToolExecutor`)."""
 
-    name = "execute_sql"
+    name = EXECUTE_SQL.name
 
     def __init__(
         self,
@@ -129,15 +130,9 @@ class ExecuteSqlTool:
     def definition(self) -> dict[str, Any]:
         """The Messages API tool definition: `{"name", "description", "input_schema"}`."""
         views = "\n".join(f"- {name}({', '.join(columns)})" for name, columns in VIEW_COLUMNS.items())
-        return {
-            "name": self.name,
-            "description": _DESCRIPTION.format(views=views, rows=self.max_rows, seconds=self.timeout_ms / 1000),
-            "input_schema": {
-                "type": "object",
-                "properties": {"query": {"type": "string", "description": "one SELECT statement"}},
-                "required": ["query"],
-            },
-        }
+        return EXECUTE_SQL.definition(
+            _DESCRIPTION.format(views=views, rows=self.max_rows, seconds=self.timeout_ms / 1000)
+        )
 
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
         """Run `tool_input["query"]` as `user`; SPEC 4's `{"columns", "rows"}` or `ToolError`."""

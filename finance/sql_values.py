@@ -7,11 +7,12 @@ import math
 import operator
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from itertools import chain, compress, repeat
 from typing import Any
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 
 
 def json_safe(value: Any) -> Any:
@@ -45,14 +46,17 @@ _PLAIN = frozenset({type(None), bool, int, float, str})
 
 
 def _floats_finite(flat: list[Any], kinds: list[type]) -> bool:
-    floats = list(compress(flat, map(operator.is_, kinds, repeat(float))))
+    """Whether every float in `flat` is finite: their sum is (a NaN or an infinity makes it not; so may an
+    overflow of finite values, which only sends the rows through `json_safe`)."""
     try:
-        return math.isfinite(math.fsum(floats))  # one NaN or infinity makes the sum non-finite
+        return math.isfinite(sum(compress(flat, map(operator.is_, kinds, repeat(float)))))
     except (OverflowError, ValueError):
         return False
 
 
-FIRST_BATCH = 128
+#: Rows of the first batch (PostgreSQL fetches it in the setup's round trip), unless the text cap
+#: allows fewer: a result up to this size costs no second round trip (bench/README.md, sql_tool).
+FIRST_BATCH = 1024
 MAX_BATCH = 4096
 
 
@@ -78,23 +82,37 @@ def too_large(max_chars: int) -> ToolError:
 
 def text_chars(rows: Sequence[Sequence[Any]]) -> int:
     """Characters of text in `rows`: strings, and the text form of anything but numbers, booleans and NULL."""
+    return _text_and_json_ready(rows)[0]
+
+
+def _text_and_json_ready(rows: Sequence[Sequence[Any]]) -> tuple[int, bool]:
+    """(`text_chars(rows)`, whether every value is already JSON: a plain type, floats finite), in one pass."""
     flat = list(chain.from_iterable(rows))
     kinds = list(map(type, flat))
     if set(kinds) <= _PLAIN:
-        return sum(map(len, compress(flat, map(operator.is_, kinds, repeat(str)))))
-    return sum(
+        return sum(map(len, compress(flat, map(operator.is_, kinds, repeat(str))))), _floats_finite(flat, kinds)
+    chars = sum(
         len(value) if kind is str else 2 * len(value) if kind is bytes else len(str(value))
         for value, kind in zip(flat, kinds, strict=True)
         if kind not in _NUMBERS
     )
+    return chars, False
 
 
 _NUMBERS = frozenset({type(None), bool, int, float})
 
 
+@dataclass(frozen=True, slots=True)
+class FetchedRows:
+    """What `fetch_rows` read: the rows, and whether every value in them is already JSON (for `rows_output`)."""
+
+    rows: list[Any]
+    json_ready: bool
+
+
 def fetch_rows(
     fetchmany: Callable[[int], Sequence[Any]], *, max_rows: int, max_chars: int, max_row_chars: int
-) -> list[Any]:
+) -> FetchedRows:
     """All rows from `fetchmany`, in batches; `ToolError` as soon as the row or text cap is passed.
 
     Memory stays near the caps whatever the query. The text is counted after
@@ -108,6 +126,7 @@ def fetch_rows(
     """
     rows: list[Any] = []
     chars = 0
+    json_ready = True
     size = FIRST_BATCH
     while True:
         remaining = max_chars - chars
@@ -116,12 +135,13 @@ def fetch_rows(
         rows.extend(batch)
         if len(rows) > max_rows:
             raise ToolError(f"the query returned more than {max_rows} rows: aggregate, filter or add LIMIT")
-        batch_chars = text_chars(batch)
+        batch_chars, batch_ready = _text_and_json_ready(batch)
+        json_ready = json_ready and batch_ready
         chars += batch_chars
         if chars > max_chars:
             raise too_large(max_chars)
         if len(batch) < want:  # the result is exhausted
-            return rows
+            return FetchedRows(rows, json_ready)
         remaining = max_chars - chars
         growing = batch_chars > 64 * len(batch) and text_chars(batch[-1:]) > 2 * max(64, text_chars(batch[:1]))
         if growing or batch_chars * 4 > remaining:
@@ -132,27 +152,27 @@ def fetch_rows(
             size = min(len(batch) * 2, MAX_BATCH)
 
 
-def rows_output(
-    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, finite: bool = False
-) -> dict[str, Any]:
-    """`{"columns": [...], "rows": [{column: value}, ...]}` of rows read by `fetch_rows`.
+def rows_output(columns: Sequence[str], fetched: FetchedRows, *, max_rows: int, finite: bool = False) -> dict[str, Any]:
+    """`{"columns": [...], "rows": [{column: value, ...}, ...]}` of rows read by `fetch_rows`.
 
     `ToolError` on a repeated column name, past `max_rows`, or (`finite`: a
     database whose only infinities are overflows, SQLite) on a non-finite
-    float. The text cap was checked while fetching.
+    float. The text cap was checked while fetching, and whether the values
+    need converting was found in the same pass.
     """
     seen: set[str] = set()
     for name in columns:
         if name in seen:
             raise ToolError(f"two result columns are named {name!r}: give each a distinct name with AS")
         seen.add(name)
+    rows = fetched.rows
     if len(rows) > max_rows:
         raise ToolError(f"the query returned more than {max_rows} rows: aggregate, filter or add LIMIT")
-    flat = list(chain.from_iterable(rows))
-    kinds = list(map(type, flat))
-    if set(kinds) <= _PLAIN and _floats_finite(flat, kinds):
+    if fetched.json_ready:
         # The common case, at C speed: every value is already JSON.
         return {"columns": list(columns), "rows": [dict(zip(columns, row, strict=True)) for row in rows]}
+    flat = list(chain.from_iterable(rows))
+    kinds = list(map(type, flat))
     if finite and not all(map(math.isfinite, compress(flat, map(operator.is_, kinds, repeat(float))))):
         raise ToolError(NUMBER_TOO_LARGE)
     converted = [[json_safe(value) for value in row] for row in rows]

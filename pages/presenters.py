@@ -9,9 +9,8 @@ cannot be read falls back to its `source` and `title`, never disappears.
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from citations.corpus import CORPUS_FOLDERS
@@ -28,6 +27,7 @@ from citations.targets import (
     parse_citation_target,
 )
 from citations.urls import account_path
+from citations.utf16 import utf16_index
 
 __all__ = [
     "FINNHUB_SOURCE",
@@ -216,29 +216,6 @@ class CitedSpan:
     end: int
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-
-
-def _utf16_to_index(text: str) -> Callable[[int], int | None]:
-    """A function from a UTF-16 offset in `text` to its `str` index; None past the ends or inside a pair.
-
-    Characters outside the BMP take two UTF-16 units: the k-th of them
-    starts at unit `index + k`.
-    """
-    starts = [match.start() + k for k, match in enumerate(_ASTRAL.finditer(text))]
-    units = len(text) + len(starts)
-
-    def index(offset: int) -> int | None:
-        if not 0 <= offset <= units:
-            return None
-        before = bisect.bisect_left(starts, offset)  # pairs starting before `offset`
-        if before and starts[before - 1] + 1 == offset:
-            return None  # between the two halves of a pair
-        return offset - before
-
-    return index
-
-
 def _offset(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -252,7 +229,7 @@ def cited_spans(answer: str, inline: object, *, account_names: Mapping[str, str]
     reversed, out of range or splitting a character (shown after the text).
     """
     entries: Sequence[object] = inline if isinstance(inline, list) else []
-    to_index = _utf16_to_index(answer)
+    to_index = utf16_index(answer)
     spans: list[CitedSpan] = []
     stray: list[Chip] = []
     for entry in entries:

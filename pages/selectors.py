@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from chat.models import ChatLog
 from chat.selectors import session_get_for_user, session_messages
-from citations.turn import parse_uuid
+from citations.uuids import parse_uuid
 from finance.selectors import account_target_id, accounts_for_user
 
 

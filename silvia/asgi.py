@@ -2,14 +2,157 @@
 
 Static files (the admin's, the pages') are served by whitenoise's middleware,
 with DEBUG on or off, so no static handler wraps the application here.
+
+`application` is Django's ASGI handler (`SyncChainASGIHandler`) with the
+thread hops of a request cut down, the largest part of the fixed cost of an
+API answer under load (bench/README.md, "empty list"):
+
+- Django runs every middleware that can be async as async, so each
+  `process_request` and `process_response` of our sync middleware hops to a
+  worker thread and back: 16 hops a request. Here the middleware chain is
+  the sync one, and `request_started`, the chain with its view and, for a
+  response that is not streamed, its closing run in one hop. A streamed
+  response is closed in a second hop once sent, as Django does. Async views
+  (the live turn streams) still run on the event loop.
+- Django gives each request a worker thread of its own (asgiref's
+  `ThreadSensitiveContext`), so that all of the request's sync code and its
+  database connection stay on one thread; asgiref starts that thread for
+  the request and one more to join it afterwards. Here the threads are kept:
+  a request takes an idle single-thread executor (or starts one) and gives
+  it back when it ends, so a thread still serves one request at a time.
 """
 
-import os
+from __future__ import annotations
 
-from django.core.asgi import get_asgi_application
+import asyncio
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import django
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.http import FileResponse, HttpRequest, HttpResponseBase
+from django.urls import set_script_prefix
+
+#: Idle request threads kept for the next requests; more are stopped when their request ends.
+IDLE_THREADS = 16
+
+
+class RequestThreads:
+    """Single-thread executors, one per request in flight, kept between requests (up to `keep` idle)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._idle: list[ThreadPoolExecutor] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+
+    def release(self, executor: ThreadPoolExecutor) -> None:
+        with self._lock:
+            if len(self._idle) < self.keep:
+                self._idle.append(executor)
+                return
+        # Work a cancelled request left queued still runs; the thread then ends.
+        executor.shutdown(wait=False)
+
+
+class SyncChainASGIHandler(ASGIHandler):
+    """Django's `ASGIHandler` (5.2) with one thread hop per request and request threads kept (module docstring)."""
+
+    threads = RequestThreads(IDLE_THREADS)
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        super().load_middleware(is_async=False)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        executor = self.threads.acquire()
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            self.threads.release(executor)
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Django's `ASGIHandler.handle`, with `_respond` (one hop) in place of its three."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            assert error_response is not None
+            await signals.request_started.asend(sender=self.__class__, scope=scope)
+            body_file.close()
+            await self.send_response(error_response, send)
+            await sync_to_async(error_response.close)()
+            return
+
+        async def process_request() -> tuple[HttpResponseBase, bool]:
+            response, closed = await sync_to_async(self._respond, thread_sensitive=True)(scope, request)
+            with contextlib.suppress(asyncio.CancelledError):  # the client disconnected during send_response
+                await self.send_response(response, send)
+            return response, closed
+
+        # As Django: listen for a disconnect while the response is made.
+        responding = asyncio.create_task(process_request())
+        tasks: list[asyncio.Task[Any]] = [asyncio.create_task(self.listen_for_disconnect(receive)), responding]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        try:
+            response, closed = responding.result()
+        except asyncio.CancelledError:
+            await signals.request_finished.asend(sender=self.__class__)
+        else:
+            if not closed:
+                await sync_to_async(response.close)()
+        body_file.close()
+
+    def _respond(self, scope: dict[str, Any], request: HttpRequest) -> tuple[HttpResponseBase, bool]:
+        """In the request's thread: `request_started`, the middleware chain and view, and the closing of a
+        response that is not streamed (its body is already made). Returns (response, closed)."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        response = self.get_response(request)
+        response._handler_class = self.__class__  # type: ignore[attr-defined]  # as Django's run_get_response
+        if isinstance(response, FileResponse):
+            response.block_size = self.chunk_size
+        if response.streaming:
+            return response, False
+        response.close()
+        return response, True
+
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
+        # The chain is sync (load_middleware): enter it in the request's thread.
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
-application = get_asgi_application()
+django.setup(set_prefix=False)
+application = SyncChainASGIHandler()
 
 from chat.live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
 

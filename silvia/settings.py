@@ -118,14 +118,19 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["
 # on PostgreSQL). So on PostgreSQL a psycopg-pool pool is the default
 # (DATABASE_POOL=false turns it off, and `?conn_max_age=N` in DATABASE_URL
 # then applies, for WSGI servers); Django refuses both at once.
+# A connection the server closed is replaced, not reported as an error:
+# with the pool, the pool checks a connection when a request takes it, by a
+# socket poll rather than a query (silvia/postgresql/base.py); without it,
+# Django's health check does.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
+    DATABASES["default"]["ENGINE"] = "silvia.postgresql"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
         "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
     }
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,18 +6,25 @@ workspace's golden cases (`../shared/cases`) in the project's own files, so
 a clone runs every rule. Where `../shared/cases` exists beside the project,
 its cases are read too as an extra check: any whose content (all but `why`)
 is not already a vector runs as well, with the id `shared: <why>`.
+
+This is the one module that reads the workspace folder (tests/test_vectors.py
+checks it). `SILVIA_SHARED_CASES=<folder>` reads another one; a folder that
+does not exist runs the suite as a clone does (docs/testing.md).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 VECTORS_DIR = Path(__file__).resolve().parent / "vectors"
-SHARED_CASES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
+SHARED_CASES_DIR = Path(
+    os.environ.get("SILVIA_SHARED_CASES") or Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
+)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

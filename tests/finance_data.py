@@ -20,5 +20,10 @@ def secrets_of(connections, clerk_id: str) -> set[str]:
     return {value for value in values if value}
 
 
+def holdings_of(connections) -> int:
+    """How many holdings a demo data block seeds."""
+    return sum(len(account.get("holdings", ())) for *_, accounts in connections for account in accounts)
+
+
 MAYA_IDS = ids_of(MAYA)
 SAM_IDS = ids_of(SAM)

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db import connection
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from citations.text import utf16_length
+from citations.utf16 import utf16_length
 
 ROOT = Path(__file__).resolve().parent.parent
 OVERVIEW_SCRIPT = ROOT / "examples" / "recorded" / "30-markdown-overview.json"

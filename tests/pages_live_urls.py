@@ -37,7 +37,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonRespons
 from django.urls import path
 
 from chat.services import record_turn
-from citations.text import utf16_length
+from citations.utf16 import utf16_length
 from silvia.urls import urlpatterns as project_urlpatterns
 
 RECORDED_TURN_ID = "5079d460-8953-4dac-a91a-bc2d4c338e80"  # 1.1: two credit cards and checking

@@ -5,11 +5,13 @@ rows on both."""
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import html
 import io
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from chat.models import ChatLog
 from chat.services import record_turn
 from citations.summary import classify_citation
 from citations.targets import TARGET_KINDS
+from citations.utf16 import utf16_length, utf16_slice
 from tests.cases import load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
@@ -43,7 +46,7 @@ def change_url(log: ChatLog) -> str:
     return f"{LIST_URL}{log.pk}/change/"
 
 
-def cite(source: str, target: dict | None = None, *, title: str = "t", cited_text: str = "c", **extra) -> dict:
+def cite(source: str, target: dict | None = None, *, title: str | None = "t", cited_text: str = "c", **extra) -> dict:
     entry = {"source": source, "title": title, "cited_text": cited_text, **extra}
     if target is not None:
         entry["target"] = target
@@ -119,7 +122,7 @@ def _expected_fragments(log: ChatLog) -> list[str]:
                 if "accountId" in ref:
                     fragments.append(html.escape(ref["accountId"]))
     for entry in log.inline_citations:
-        covered = admin_display.utf16_slice(log.response, entry["start"], entry["end"])
+        covered = utf16_slice(log.response, entry["start"], entry["end"])
         if covered:
             fragments.append(html.escape(covered[: admin_display.FOLD_PREVIEW], quote=True))
     return fragments
@@ -213,7 +216,7 @@ def test_columns_that_are_not_lists_render_labelled(staff_client):
     assert third.count("citation-kind-malformed") == 4  # 5, None, weather; "x" inline
     assert "target cannot be read" in third and "&quot;weather&quot;" in third
     assert "offsets missing or not integers" in third
-    assert "out of range (answer is 31 UTF-16 units)" in third
+    assert f"out of range (answer is {utf16_length(logs[0].response)} UTF-16 units)" in third
     assert third.count("out of range") == 2  # 2–999 and the reversed 4–1
 
 
@@ -445,6 +448,10 @@ def test_search_by_log_id_session_id_and_username(staff_client, kinds_rows):
     assert listed(staff_client.get(LIST_URL, {"q": str(log.session_id)})) == {log.pk}
     assert listed(staff_client.get(LIST_URL, {"q": log.user.username})) == {log.pk}
     assert listed(staff_client.get(LIST_URL, {"q": log.user.username.upper()})) == set()
+    # An id has one spelling (citations.uuids.parse_uuid): upper case is it, braces or no dashes are not.
+    assert listed(staff_client.get(LIST_URL, {"q": str(log.pk).upper()})) == {log.pk}
+    assert listed(staff_client.get(LIST_URL, {"q": log.pk.hex})) == set()
+    assert listed(staff_client.get(LIST_URL, {"q": f"{{{log.pk}}}"})) == set()
 
 
 @pytest.mark.django_db
@@ -602,16 +609,6 @@ def test_recompute_is_idempotent_and_skips_rows_whose_columns_are_not_lists_of_o
 # -- the pure HTML builders ---------------------------------------------------------------
 
 
-def test_utf16_slice_counts_code_units():
-    text = "💳 ab𝄞c"
-    assert admin_display.utf16_slice(text, 0, 2) == "💳"
-    assert admin_display.utf16_slice(text, 3, 5) == "ab"
-    assert admin_display.utf16_slice(text, 5, 7) == "𝄞"
-    assert admin_display.utf16_slice(text, 0, 9) is None
-    assert admin_display.utf16_slice(text, 3, 2) is None
-    assert admin_display.utf16_slice(text, -1, 2) is None
-
-
 @pytest.mark.parametrize(
     ("start", "end", "label"),
     [
@@ -664,6 +661,276 @@ def test_folded_text_folds_long_text_in_details():
     assert "<details>" not in admin_display.folded_text("short")
     folded = admin_display.folded_text("<b>" + "x" * 500)
     assert folded.startswith("<details><summary>&lt;b&gt;") and "503 characters" in folded
+
+
+# The exact HTML of each builder, written by hand: what the templates under
+# templates/admin/chat/chatlog/display/ must give, data escaped as format_html
+# escapes it.
+NOTE = '<span class="citation-note" style="color:#b91c1c;font-style:italic">{}</span>'
+NONE = '<span style="color:#6b7280">—</span>'
+SHORT = '<span style="white-space:pre-wrap">{}</span>'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a <b> & \"c\" 'd'", SHORT.format("a &lt;b&gt; &amp; &quot;c&quot; &#x27;d&#x27;")),
+        ("  two\nlines ", SHORT.format("  two\nlines ")),
+        ("é" * admin_display.FOLD_AT, SHORT.format("é" * admin_display.FOLD_AT)),
+        (
+            "é" * (admin_display.FOLD_AT + 1),
+            f"<details><summary>{'é' * admin_display.FOLD_PREVIEW}… ({admin_display.FOLD_AT + 1} characters)"
+            f'</summary><div style="white-space:pre-wrap">{"é" * (admin_display.FOLD_AT + 1)}</div></details>',
+        ),
+        (None, NONE),
+        (5, NOTE.format("not a string:") + " <code>5</code>"),
+        ({"a": "<x>"}, NOTE.format("not a string:") + " <code>{&quot;a&quot;: &quot;&lt;x&gt;&quot;}</code>"),
+    ],
+    ids=["escaped", "whitespace kept", "at the fold", "folded", "null", "a number", "an object"],
+)
+def test_folded_text_html(text, expected):
+    assert admin_display.folded_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "https://example.org/a?b=1&c=2",
+            '<a href="https://example.org/a?b=1&amp;c=2" rel="noopener noreferrer" target="_blank">'
+            "https://example.org/a?b=1&amp;c=2</a>",
+        ),
+        (
+            'https://x.org/"><b>',
+            '<a href="https://x.org/&quot;&gt;&lt;b&gt;" rel="noopener noreferrer" target="_blank">'
+            "https://x.org/&quot;&gt;&lt;b&gt;</a>",
+        ),
+        ("javascript:alert(1)", "<code>javascript:alert(1)</code>"),
+        (None, NONE),
+        (["u"], "[&quot;u&quot;]"),
+    ],
+    ids=["http link", "quote in a link", "javascript", "null", "a list"],
+)
+def test_safe_link_html(url, expected):
+    assert admin_display.safe_link(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (0, 2, '<code>0–2</code><br>“<span style="white-space:pre-wrap">💳</span>”'),
+        (2, 4, '<code>2–4</code><br>“<span style="white-space:pre-wrap">a&lt;</span>”'),
+        (
+            1,
+            3,
+            '<code>1–3</code><br>“<span style="white-space:pre-wrap">\ufffda</span>” '
+            + NOTE.format("a bound splits a character"),
+        ),
+        ("1", 2, "<code>&quot;1&quot;–2</code> " + NOTE.format("offsets missing or not integers")),
+        (0, 99, "<code>0–99</code> " + NOTE.format("out of range (answer is 4 UTF-16 units)")),
+        (4, 4, "<code>4–4</code> " + NOTE.format("empty span")),
+    ],
+    ids=["emoji", "escaped", "splits a pair", "not integers", "out of range", "empty"],
+)
+def test_span_cell_html(start, end, expected):
+    assert admin_display.span_cell("💳a<", start, end) == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            cite("s", {"kind": "account", "accountId": ACCOUNT_A, "provider": "plaid"}),
+            f"<div><strong>account id</strong>: <code>{ACCOUNT_A}</code></div>"
+            "<div><strong>provider</strong>: plaid</div>",
+        ),
+        (
+            cite(
+                "s",
+                {
+                    "kind": "accounts",
+                    "accounts": [
+                        {"accountId": ACCOUNT_A, "provider": None},
+                        {"accountId": ACCOUNT_B, "provider": "manual"},
+                    ],
+                },
+            ),
+            '<strong>2 accounts</strong><ol style="margin:0;padding-left:1.5em">'
+            f"<li><code>{ACCOUNT_A}</code> (<em>unknown</em>)</li><li><code>{ACCOUNT_B}</code> (manual)</li></ol>",
+        ),
+        (cite("s", {"kind": "market_data", "ticker": "AAPL"}), "<div><strong>ticker</strong>: <code>AAPL</code></div>"),
+        (
+            cite("s", {"kind": "tax_reference", "url": None}),
+            "<div><strong>url</strong>: <em>none (corpus document)</em></div>",
+        ),
+        (cite("s", {"kind": "analysis"}), NONE),
+        (cite("s"), "<em>no target: clients resolve it by source/title</em>"),
+        (
+            cite("s", {"kind": "weather", "x": "<i>"}),
+            NOTE.format("target cannot be read") + "<br><code>{&quot;kind&quot;: &quot;weather&quot;, "
+            "&quot;x&quot;: &quot;&lt;i&gt;&quot;}</code>",
+        ),
+    ],
+    ids=["account", "accounts", "market data", "corpus document", "analysis", "untyped", "unreadable"],
+)
+def test_target_details_html(entry, expected):
+    # A trailing newline is the template's line end, inside the table cell.
+    assert admin_display.target_details(entry).strip() == expected
+
+
+def test_kind_badge_and_pretty_json_html():
+    assert admin_display.kind_badge("account") == (
+        '<span class="citation-kind citation-kind-account" style="display:inline-block;padding:1px 6px;'
+        'border-radius:8px;color:#fff;background:#b45309;font-size:11px;white-space:nowrap">account</span>'
+    )
+    assert 'background:#b91c1c;font-size:11px;white-space:nowrap">x</span>' in admin_display.kind_badge(
+        "x"
+    )  # an unknown kind: malformed's colour
+    assert admin_display.pretty_json([{"t": "<é>"}]) == (
+        '<pre style="white-space:pre-wrap;max-height:40em;overflow:auto">'
+        "[\n  {\n    &quot;t&quot;: &quot;&lt;é&gt;&quot;\n  }\n]</pre>"
+    )
+
+
+def test_tables_html():
+    table = admin_display.inline_citations_table(
+        [cite("silvia://analysis", {"kind": "analysis"}, title=None, cited_text="c", start=1, end=2), "x"], "ab"
+    )
+    cells = [
+        re.sub(r"\s+", " ", cell).strip()
+        for cell in re.findall(r'<td style="vertical-align:top">(.*?)</td>', table, re.S)
+    ]
+    assert re.findall(r"<th>(.*?)</th>", table) == [
+        "#",
+        "kind",
+        "span of the answer",
+        "target",
+        "source",
+        "title",
+        "cited text",
+    ]
+    assert cells == [
+        "1",
+        admin_display.kind_badge("analysis"),
+        admin_display.span_cell("ab", 1, 2),
+        NONE,
+        "<code>silvia://analysis</code>",
+        "<em>no title</em>",
+        SHORT.format("c"),
+        "2",
+        admin_display.kind_badge("malformed"),
+        NOTE.format("no span"),
+        NOTE.format("not a citation object") + "<br><code>&quot;x&quot;</code>",
+        NOTE.format("no source"),
+        "<em>no title</em>",
+        NONE,
+    ]
+    assert table.count("<tr>") == 3 and table.startswith('<table class="citation-table" style="width:100%">')
+    assert admin_display.citations_table([]) == "<em>no citations</em>\n"
+    assert admin_display.inline_citations_table([], "") == "<em>no inline citations</em>\n"
+    assert admin_display.citations_table({"a": 1}).strip() == (
+        NOTE.format("stored value is an object, not a list:") + " <code>{&quot;a&quot;: 1}</code>"
+    )
+
+
+# Escaping holds for any stored value: whatever the strings hold, the HTML
+# has only the builders' own tags and attributes, and links only to http(s).
+_TAGS = {"table", "thead", "tbody", "tr", "th", "td", "span", "code", "em", "strong", "div", "ol", "li", "a", "br"}
+_TAGS |= {"details", "summary", "pre"}
+_CLASSES = {"citation-table", "citation-note"} | {
+    f"citation-kind citation-kind-{kind}" for kind in (*TARGET_KINDS, "untyped", "malformed")
+}
+
+
+class _Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict]] = []
+        self.link_texts: list[str] = []
+        self.in_link = False
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+        if tag == "a":
+            self.link_texts.append("")
+            self.in_link = True
+
+    def handle_endtag(self, tag):
+        if tag == "a":
+            self.in_link = False
+
+    def handle_data(self, data):
+        if self.in_link:
+            self.link_texts[-1] += data
+
+
+_hostile = st.one_of(
+    st.text(alphabet="<>&\"'=/ abcsript:", max_size=24),
+    st.sampled_from(
+        ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "javascript:alert(1)", 'https://x.org/"><b>']
+    ),
+)
+_hostile_target = st.fixed_dictionaries(
+    {"kind": st.sampled_from(TARGET_KINDS)},
+    optional={
+        "url": _hostile,
+        "ticker": _hostile,
+        "accountId": _hostile,
+        "provider": _hostile,
+        "accounts": st.lists(st.fixed_dictionaries({"accountId": _hostile, "provider": _hostile}), max_size=2),
+    },
+)
+_hostile_entry = st.fixed_dictionaries(
+    {},
+    optional={
+        "source": _hostile,
+        "title": _hostile,
+        "cited_text": _hostile,
+        "start": st.integers(0, 6),
+        "end": st.integers(0, 12),
+        # Odd keys too: an unreadable target is shown as its JSON.
+        "target": st.tuples(_hostile_target, st.dictionaries(_hostile, _hostile, max_size=1)).map(
+            lambda parts: {**parts[1], **parts[0]}
+        ),
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(column=st.lists(st.one_of(_hostile_entry, _hostile), max_size=4), answer=_hostile)
+def test_any_stored_string_is_escaped_in_the_tables(column, answer):
+    for html_text in (admin_display.citations_table(column), admin_display.inline_citations_table(column, answer)):
+        parser = _Elements()
+        parser.feed(html_text)
+        for tag, attrs in parser.elements:
+            assert tag in _TAGS, (tag, html_text)
+            assert set(attrs) <= {"class", "style", "href", "rel", "target"}, (tag, attrs)
+            assert attrs.get("class", "citation-table") in _CLASSES, attrs
+            if tag == "a":
+                assert re.fullmatch(r"https?://\S+", attrs["href"], re.IGNORECASE), attrs
+        hrefs = [attrs["href"] for tag, attrs in parser.elements if tag == "a"]
+        assert parser.link_texts == hrefs  # a link shows the URL it goes to
+
+
+def test_the_admin_never_marks_data_safe():
+    # Autoescape does all the escaping: no template of the admin turns it
+    # off or marks a value safe, and no admin module marks a string safe
+    # (format_html escapes its arguments; render_to_string returns safe output).
+    for template in (REPO / "templates" / "admin").rglob("*.html"):
+        text = template.read_text(encoding="utf-8")
+        assert not re.search(r"\|\s*safe(seq)?\b|{%\s*autoescape\s+off", text), template
+    for module in ("admin.py", "admin_display.py", "admin_live.py"):
+        tree = ast.parse((REPO / "chat" / module).read_text(encoding="utf-8"))
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        used |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        used |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+        called = {
+            getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+        }
+        assert "mark_safe" not in used, module
+        assert not called & {"SafeString", "SafeData"}, module  # SafeString as a return type is fine
 
 
 _json = st.recursive(

@@ -10,7 +10,6 @@ import json
 import random
 import re
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,10 +26,10 @@ from chat.selectors import chat_logs_with_citation_counts
 from chat.services import record_turn
 from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.targets import AccountsTarget, AccountTarget
+from tests.cases import load_cases
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
 LIST_URL = "/admin/chat/chatlog/"
-GOLDEN_TURNS = Path(__file__).resolve().parents[2] / "shared" / "cases" / "turns.json"
 MIGRATION_0003 = importlib.import_module("chat.migrations.0003_admin_reads_json")
 ACCOUNT_A = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
 ACCOUNT_B = "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c"
@@ -97,9 +96,8 @@ def _raw_insert(
 
 
 def _golden_record() -> dict:
-    if not GOLDEN_TURNS.exists():
-        pytest.skip("../shared/cases/turns.json not found")
-    return json.loads(GOLDEN_TURNS.read_text())["cases"][0]["record"]
+    """The first turn vector: two cards under one label (HAND below is computed from it)."""
+    return load_cases("turns.json", shared=False)[0]["record"]
 
 
 LEGACY: list[dict[str, Any]] = [

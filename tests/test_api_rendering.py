@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import zoneinfo
 from typing import Any
 
+import orjson
 import pytest
 from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 
-from chat.api.rendering import session_detail_json
-from chat.api.serializers import ChatSessionDetailSerializer
+from chat.api.rendering import LIST_COLUMNS, datetime_converter, session_detail_json
+from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.models import ChatLog
-from chat.selectors import session_message_rows, session_messages
+from chat.selectors import session_list_for_user, session_message_rows, session_messages, sessions_with_message_counts
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -167,3 +172,51 @@ def test_schema_still_describes_the_detail_with_the_serializer(client, db):
     ok = detail["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert ok == {"$ref": "#/components/schemas/ChatSessionDetail"}
     assert "messages" in schema["components"]["schemas"]["ChatSessionDetail"]["properties"]
+
+
+_ZONES = sorted(zoneinfo.available_timezones() & {"UTC", "Europe/London", "America/Chicago", "Asia/Kolkata",
+                                                  "America/St_Johns", "Australia/Lord_Howe", "Pacific/Chatham",
+                                                  "Europe/Dublin", "Africa/Monrovia", "Asia/Kathmandu"})  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.datetimes(
+        min_value=dt.datetime(1800, 1, 1),
+        max_value=dt.datetime(2200, 1, 1),
+        timezones=st.sampled_from([dt.UTC, *(zoneinfo.ZoneInfo(name) for name in _ZONES)]),
+    ),
+    current=st.sampled_from(_ZONES),
+)
+def test_the_fast_date_converter_writes_what_drf_writes(value, current):
+    """`datetime_converter` + orjson (OPT_UTC_Z) against DRF's `DateTimeField.to_representation`, for any
+    aware datetime and current time zone (old local mean times with second offsets included)."""
+    field = serializers.DateTimeField()
+    field.timezone = zoneinfo.ZoneInfo(current)
+    expected = field.to_representation(value)
+    got = orjson.loads(orjson.dumps(datetime_converter(field)(value), option=orjson.OPT_UTC_Z))
+    assert got == expected
+
+
+def test_list_columns_are_the_list_serializers_fields():
+    """The list body reads an explicit column list: it must name the serializer's fields, in order."""
+    fields = ChatSessionListSerializer().fields
+    assert [name for name, _ in LIST_COLUMNS] == list(fields)
+    for name, kind in LIST_COLUMNS:
+        assert (kind == "datetime") == isinstance(fields[name], serializers.DateTimeField), name
+
+
+def test_the_list_body_is_the_serializers(token_client, maya, settings):
+    settings.TIME_ZONE = "America/Chicago"
+    sessions = [
+        ChatSessionFactory.create(user=maya, title=title, created_at=dt.datetime(2026, 1, n + 1, 5, tzinfo=dt.UTC))
+        for n, title in enumerate(["a\u2028b", "日本 💳", ""])
+    ]
+    ChatLogFactory.create_batch(2, session=sessions[1])
+    body = token_client.get("/api/chat/sessions/").content
+    rows = sessions_with_message_counts(page=session_list_for_user(user=maya))
+    expected = JSONRenderer().render(
+        {"count": 3, "next": None, "previous": None, "results": ChatSessionListSerializer(rows, many=True).data}
+    )
+    assert _pairs(body) == _pairs(expected)
+    assert b"\\u2028" in body and "\u2028".encode() not in body

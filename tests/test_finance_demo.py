@@ -11,8 +11,10 @@ from django.db import connection
 
 from citations.accounts import account_ref_from_row
 from finance import sql_sqlite
+from finance.demo import MAYA, SAM
 from finance.models import Account, Holding
 from finance.sql_tool import VIEW_COLUMNS
+from tests.finance_data import MAYA_IDS, SAM_IDS, holdings_of
 
 TURNS = Path(__file__).resolve().parent.parent / "examples" / "turns"
 
@@ -72,6 +74,9 @@ def test_setup_demo_seeds_both_users_and_runs_again(db, tmp_path):
     sql_sqlite.clear_cache()
     call_command("setup_demo", examples=tmp_path, stdout=open("/dev/null", "w"))  # noqa: SIM115
     call_command("setup_demo", examples=tmp_path, stdout=open("/dev/null", "w"))  # noqa: SIM115
-    assert Account.objects.filter(user__username="maya").count() == 11
-    assert Account.objects.filter(user__username="sam").count() == 5
-    assert Holding.objects.filter(user__username="maya").count() == 6
+    # Once each, whatever the number of runs: the demo blocks' own accounts and holdings.
+    assert set(Account.objects.filter(user__username="maya").values_list("source_account_id", flat=True)) == MAYA_IDS
+    assert set(Account.objects.filter(user__username="sam").values_list("source_account_id", flat=True)) == SAM_IDS
+    assert Account.objects.count() == len(MAYA_IDS) + len(SAM_IDS)
+    assert Holding.objects.filter(user__username="maya").count() == holdings_of(MAYA)
+    assert Holding.objects.filter(user__username="sam").count() == holdings_of(SAM)

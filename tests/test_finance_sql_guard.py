@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.sql_guard import check_select
 
 ALLOWED = [

@@ -17,7 +17,7 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance.demo import MAYA_CLERK, SAM, SAM_CLERK
 from tests.finance_data import MAYA_IDS, SAM_IDS, secrets_of
 

@@ -15,7 +15,7 @@ import time
 import pytest
 from django.db import connection
 
-from chat.tools.base import ToolError
+from citations.tools import ToolError
 from finance import sql_sqlite
 from finance.sql_sqlite import LIKE_PATTERN_CHARS, TRIM_CHARS, printf_sizes
 from finance.sql_tool import ExecuteSqlTool

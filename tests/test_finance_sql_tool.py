@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
-from chat.tools.base import ToolError, ToolExecutor
+from citations.tools import ToolError, ToolExecutor
 from finance.sql_tool import ExecuteSqlTool, execute_sql_tool
 from finance.sql_values import json_safe
 

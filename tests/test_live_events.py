@@ -103,6 +103,16 @@ def test_the_distinct_event_names_appear_in_no_other_app_module():
     assert found == []
 
 
+def test_the_page_script_listens_for_exactly_the_events_there_are():
+    """The browser cannot import `EventName`: ask.js's list and every name it compares with are held to it."""
+    script = (ROOT / "pages" / "static" / "pages" / "ask.js").read_text(encoding="utf-8")
+    listed = re.search(r"var EVENT_NAMES = \[([^\]]*)\];", script)
+    assert listed is not None, "ask.js no longer declares EVENT_NAMES"
+    assert sorted(re.findall(r'"(\w+)"', listed.group(1))) == sorted(name.value for name in EventName)
+    compared = set(re.findall(r'\bname === "(\w+)"', script))
+    assert compared and compared <= {name.value for name in EventName}
+
+
 # --- the OpenAPI schema -------------------------------------------------------
 
 

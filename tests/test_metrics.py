@@ -27,9 +27,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from chat import metrics
 from chat.backfill import backfill_citation_targets
 from chat.models import ChatLog, LiveTurn
-from chat.tools.base import ToolError
 from chat.tools.measured import MeasuredTool
 from chat.tools.registry import configured_tools
+from citations.tools import ToolError
 from tests.factories import ChatLogFactory, UserFactory
 from tests.uvicorn_server import subprocess_database_url, uvicorn_server
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citations.text import utf16_length
+from citations.utf16 import utf16_length
 from pages.markdown import MARKDOWN, render_answer
 from pages.presenters import Chip
 from pages.source_map import annotate

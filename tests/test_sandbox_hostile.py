@@ -21,13 +21,13 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from chat.tools.base import ToolError
 from chat.tools.egress import EgressAllowlist
 from chat.tools.python import MAX_FILE_BYTES, ExecutePythonTool, execute_python_tool
 from chat.tools.registry import configured_tools
 from chat.tools.sandbox import SandboxUnavailable, find_sandbox
 from citations.citable import to_citable_content
 from citations.targets import MarketDataTarget
+from citations.tools import ToolError
 from tests.sandbox_support import QUOTE, FinnhubStandIn, Trap, make_certificate, processes_with, the_sandbox
 
 MB = 1024 * 1024
@@ -41,7 +41,7 @@ def sandbox():
 
 @pytest.fixture
 def tool(sandbox):
-    return ExecutePythonTool(sandbox=sandbox, timeout_seconds=5.0, cpu_seconds=2, memory_bytes=256 * MB)
+    return ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, cpu_seconds=2, memory_bytes=256 * MB)
 
 
 def run(tool: ExecutePythonTool, code: str) -> dict:
@@ -223,7 +223,7 @@ def test_without_a_finnhub_key_there_is_no_proxy_and_no_way_out(tool):
 
 
 def test_fork_bomb_stops_at_the_process_limit(sandbox):
-    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=5.0, max_processes=8)
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, max_processes=8)
     code = """\
         import json, os, time
         children = 0
@@ -284,7 +284,7 @@ def test_a_10_gb_file_stops_at_the_file_size_limit(tool):
 
 
 def test_many_files_stop_at_the_working_folders_size(sandbox):
-    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=5.0, disk_bytes=8 * MB)
+    tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, disk_bytes=8 * MB)
     code = """\
         import json
         written = 0

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from citations.assembler import assemble_record
-from citations.text import utf16_length
 from citations.turn import AssistantEvent, ToolCallEvent, TurnRecordError, parse_turn_record
+from citations.utf16 import utf16_length
 from tests.cases import golden_params, load_cases
 
 TURNS = load_cases("turns.json")

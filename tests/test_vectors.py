@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +47,35 @@ def test_shared_cases_run_only_when_they_add_something(tmp_path, monkeypatch):
 
     assert loaded == [*vectors, {**new, "why": "shared: a new case"}]
     assert cases.load_cases("backfill", shared=False) == vectors
+
+
+def _code_strings(path: Path) -> list[str]:
+    """The string constants of a module, docstrings left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_only_tests_cases_reads_the_workspace_cases_folder():
+    # A clone has no `../shared`: a test that read it directly would skip or
+    # fail there. The vectors (`load_cases`) are the way in. (This module
+    # spells the folder's name to look for it, so it is left out.)
+    tests_dir = Path(cases.__file__).parent
+    readers = sorted(
+        path.name
+        for path in tests_dir.glob("*.py")
+        if path.name != Path(__file__).name
+        and any(text == "shared" or "shared/" in text for text in _code_strings(path))
+    )
+    assert readers == ["cases.py"]

@@ -30,7 +30,7 @@ from chat.live.service import (
 )
 from chat.live.streaming import event_stream
 from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
-from citations.turn import parse_uuid
+from citations.uuids import parse_uuid
 
 
 class _AlwaysJSON(BaseContentNegotiation):

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
 from rest_framework.pagination import PageNumberPagination
 
-from chat.models import ChatSession
-from chat.selectors import sessions_with_message_counts
+from chat.api.rendering import LIST_COLUMNS
+from chat.selectors import SessionListPages
 
 
 class SessionPaginator(Paginator):
-    """Django's `Paginator` whose page is `sessions_with_message_counts` of the slice.
+    """Django's `Paginator` over `SessionListPages`: pages of `LIST_COLUMNS` tuples.
 
-    The count stays `queryset.count()` on `chat_sessions` alone.
+    The count is `chat_sessions` alone; a page past the caller's last
+    session (an empty list) runs no second query.
     """
 
     def page(self, number: Any) -> Page:
@@ -24,8 +24,10 @@ class SessionPaginator(Paginator):
         top = bottom + self.per_page
         if top + self.orphans >= self.count:
             top = self.count
-        page = cast("QuerySet[ChatSession]", self.object_list[bottom:top])
-        return Page(sessions_with_message_counts(page=page), number, self)
+        if bottom >= top:
+            return Page([], number, self)
+        pages = cast(SessionListPages, self.object_list)
+        return Page(pages.page(bottom, top, [name for name, _ in LIST_COLUMNS]), number, self)
 
 
 class SessionPagination(PageNumberPagination):

@@ -22,6 +22,8 @@ without the other fails a test, not a request.
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import functools
 import hashlib
 import json
 import uuid
@@ -31,14 +33,20 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils import timezone
+from rest_framework import ISO_8601, serializers
 from rest_framework.renderers import JSONRenderer
+from rest_framework.serializers import Serializer
+from rest_framework.settings import api_settings
 
-from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer
+from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.models import ChatSession
 from chat.selectors import MessageCursor, SessionDetail, session_message_rows
 
 __all__ = [
+    "LIST_COLUMNS",
     "MESSAGE_COLUMNS",
     "SESSION_COLUMNS",
     "EncodedJSON",
@@ -46,6 +54,7 @@ __all__ = [
     "session_detail_chunks",
     "session_detail_etag",
     "session_detail_json",
+    "session_list_json",
 ]
 
 #: How a column's value becomes JSON: as is (orjson writes strings and UUIDs
@@ -72,6 +81,9 @@ MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("model", VERBATIM),
     ("created_at", DATETIME),
 )
+
+#: One entry of the sessions list, in `ChatSessionListSerializer` order (`message_count` is annotated).
+LIST_COLUMNS: tuple[tuple[str, str], ...] = (*SESSION_COLUMNS, ("message_count", VERBATIM))
 
 #: Rows per chunk of the body: about 2 MB of body for turns of 20 citations.
 CHUNK_ROWS = 250
@@ -105,8 +117,20 @@ class EncodedJSONRenderer(JSONRenderer):
 Converter = Callable[[Any], Any] | None
 
 
+@functools.cache
+def serializer_fields(serializer: type[Serializer[Any]]) -> Any:
+    """`serializer().fields`, built once per class (a model serializer introspects its model on every
+    instantiation); rebuilt after a settings change (DRF's field formats come from settings)."""
+    return serializer().fields
+
+
+@receiver(setting_changed)
+def _forget_fields(**kwargs: Any) -> None:
+    serializer_fields.cache_clear()
+
+
 def _converters(columns: tuple[tuple[str, str], ...], fields: Any) -> tuple[Converter, ...]:
-    """Per column: None (as is), `orjson.Fragment`, or the serializer field's `to_representation`.
+    """Per column: None (as is), `orjson.Fragment`, or `datetime_converter` of the serializer's field.
 
     A date field gets a copy pinned to the current time zone: DRF looks it up
     on every call otherwise, and it cannot change during one response.
@@ -122,30 +146,56 @@ def _converters(columns: tuple[tuple[str, str], ...], fields: Any) -> tuple[Conv
             if not hasattr(field, "timezone"):
                 field = copy.copy(field)
                 field.timezone = field.default_timezone()  # None with USE_TZ off, as DRF would use
-            converters.append(field.to_representation)
+            converters.append(datetime_converter(field))
     return tuple(converters)
 
 
-_LINE_SEPARATORS = ("\u2028", "\u2029")
+def datetime_converter(field: serializers.DateTimeField) -> Callable[[Any], Any]:
+    """What `_encode` turns into the text `field.to_representation(value)` gives, for a `DateTimeField`
+    whose `timezone` is set.
+
+    With DRF's ISO 8601 output and a time zone, an aware datetime is moved to
+    that zone and left to orjson (`OPT_UTC_Z`), which writes it as DRF does
+    (`isoformat()`, `+00:00` as `Z`) at a fraction of the cost; an offset
+    orjson would round (seconds: old local mean times), a naive value or any
+    other format goes through the field itself. `tests/test_api_rendering.py`
+    checks the two agree for any datetime and time zone.
+    """
+    represent = field.to_representation
+    zone = field.timezone
+    if zone is None or str(getattr(field, "format", api_settings.DATETIME_FORMAT)).lower() != ISO_8601:
+        return represent
+
+    def convert(value: Any) -> Any:
+        if type(value) is dt.datetime and value.tzinfo is not None:
+            try:
+                local = value.astimezone(zone)
+            except OverflowError:
+                return represent(value)  # DRF's own "overflow" error
+            offset = local.utcoffset()
+            if offset is not None and not offset.seconds % 60 and not offset.microseconds:
+                return local
+        return represent(value)
+
+    return convert
 
 
-def _has_line_separator(values: Iterable[object]) -> bool:
-    """Whether a string among `values` holds U+2028 or U+2029 (an ASCII string is skipped on a flag)."""
-    return any(
-        type(value) is str and not value.isascii() and (_LINE_SEPARATORS[0] in value or _LINE_SEPARATORS[1] in value)
-        for value in values
-    )
+_LINE_SEPARATOR, _PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
 
 
-def _escape_line_separators(body: bytes) -> bytes:
-    # orjson (like jsonb's text output) writes these two raw; DRF's renderer
-    # escapes them so the body is also a valid JavaScript literal.
-    return body.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+def _encode(values: Any) -> bytes:
+    """`values` as JSON bytes, U+2028 and U+2029 escaped as DRF's renderer writes them.
 
-
-def _encode(values: Any, raw: Iterable[object]) -> bytes:
-    body = orjson.dumps(values)
-    return _escape_line_separators(body) if _has_line_separator(raw) else body
+    orjson (like jsonb's text output) writes the two raw; DRF escapes them so
+    the body is also a valid JavaScript literal. Looked for in the encoded
+    bytes rather than in each value.
+    """
+    body = orjson.dumps(values, option=orjson.OPT_UTC_Z)
+    # Their last bytes (0xA8, 0xA9) are rare in UTF-8 text, and a one-byte
+    # search is a memchr: the three-byte search runs only when one is there.
+    if (b"\xa8" in body or b"\xa9" in body) and (_LINE_SEPARATOR in body or _PARAGRAPH_SEPARATOR in body):
+        body = body.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
+    return body
 
 
 def session_detail_chunks(
@@ -163,7 +213,7 @@ def session_detail_chunks(
     otherwise fetched whole, which saves the cursor's round trips on a
     session known to be small.
     """
-    header_fields = ChatSessionDetailSerializer().fields
+    header_fields = serializer_fields(ChatSessionDetailSerializer)
     header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
     header = {
         name: value if convert is None or value is None else convert(value)
@@ -172,9 +222,9 @@ def session_detail_chunks(
         )
     }
     # `{...header...}` without its closing brace, then the messages list.
-    yield _encode(header, header_values)[:-1] + b',"messages":['
+    yield _encode(header)[:-1] + b',"messages":['
     names = tuple(name for name, _ in MESSAGE_COLUMNS)
-    converters = _converters(MESSAGE_COLUMNS, ChatLogSerializer().fields)
+    converters = _converters(MESSAGE_COLUMNS, serializer_fields(ChatLogSerializer))
     queryset = session_message_rows(session=session, fields=names, after=after)
     rows = queryset.iterator(chunk_size=chunk_rows) if server_side else iter(queryset)
     chunk: list[tuple[Any, ...]] = []
@@ -192,11 +242,34 @@ def session_detail_chunks(
                 }
                 for r in chunk
             ]
-            encoded = _encode(messages, chain.from_iterable(chunk))[1:-1]
+            encoded = _encode(messages)[1:-1]
             yield encoded if first else b"," + encoded
             first = False
             chunk = []
     yield b"]}"
+
+
+def session_list_json(
+    *, count: int, next_link: str | None, previous_link: str | None, rows: Iterable[tuple[Any, ...]]
+) -> EncodedJSON:
+    """The body of `GET /api/chat/sessions/`: DRF's page-number envelope around `ChatSessionListSerializer` entries.
+
+    `rows` are tuples of the `LIST_COLUMNS` values (the page, as
+    `chat.api.pagination.SessionPaginator` reads it); dates go through the
+    serializer's own `DateTimeField`, as in the detail.
+    """
+    names = tuple(name for name, _ in LIST_COLUMNS)
+    converters = _converters(LIST_COLUMNS, serializer_fields(ChatSessionListSerializer))
+    rows = list(rows)
+    results = [
+        {
+            name: value if convert is None or value is None else convert(value)
+            for name, convert, value in zip(names, converters, row, strict=True)
+        }
+        for row in rows
+    ]
+    body = {"count": count, "next": next_link, "previous": previous_link, "results": results}
+    return EncodedJSON(_encode(body))
 
 
 def session_detail_json(*, session: ChatSession, after: MessageCursor | None = None) -> EncodedJSON:

@@ -26,7 +26,7 @@ class ChatSessionListSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatSession
-        fields = ["id", "title", "created_at", "updated_at", "message_count"]  # noqa: RUF012
+        fields = ["id", "title", "created_at", "updated_at", "message_count"]
 
 
 class ChatLogSerializer(serializers.ModelSerializer):
@@ -37,7 +37,7 @@ class ChatLogSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatLog
-        fields = [  # noqa: RUF012
+        fields = [
             "id",
             "user_message",
             "response",
@@ -56,4 +56,4 @@ class ChatSessionDetailSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatSession
-        fields = ["id", "title", "created_at", "updated_at", "messages"]  # noqa: RUF012
+        fields = ["id", "title", "created_at", "updated_at", "messages"]

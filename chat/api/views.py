@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator
-from typing import cast
+from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
@@ -26,10 +26,11 @@ from chat.api.rendering import (
     session_detail_chunks,
     session_detail_etag,
     session_detail_json,
+    session_list_json,
 )
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
-from chat.selectors import session_detail_for_user, session_list_for_user
-from citations.turn import parse_uuid
+from chat.selectors import SessionListPages, session_detail_for_user, session_list_for_user
+from citations.uuids import parse_uuid
 
 # Revalidate every time (the ETag makes that a 304); the body is one user's data.
 _CACHE_CONTROL = "private, no-cache"
@@ -38,11 +39,28 @@ _CACHE_CONTROL = "private, no-cache"
 class SessionListView(generics.ListAPIView):
     """The caller's chat sessions, most recently active first, paginated."""
 
+    # The schema is `ChatSessionListSerializer`'s; the body is built by
+    # `chat.api.rendering.session_list_json` from `LIST_COLUMNS` tuples.
     serializer_class = ChatSessionListSerializer
     pagination_class = SessionPagination
+    renderer_classes = (EncodedJSONRenderer,)
 
     def get_queryset(self):
         return session_list_for_user(user=cast(AbstractBaseUser, self.request.user))
+
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        paginator = cast(SessionPagination, self.paginator)
+        pages = SessionListPages(user=cast(AbstractBaseUser, request.user))
+        # SessionListPages is what SessionPaginator pages (count() and page()), not a queryset.
+        rows: list[Any] | None = paginator.paginate_queryset(pages, request, view=self)  # type: ignore[arg-type]
+        assert rows is not None and paginator.page is not None  # PAGE_SIZE is set
+        body = session_list_json(
+            count=paginator.page.paginator.count,
+            next_link=paginator.get_next_link(),
+            previous_link=paginator.get_previous_link(),
+            rows=rows,
+        )
+        return Response(body)
 
 
 Chunks = Generator[bytes, None, None]

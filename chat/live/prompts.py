@@ -1,6 +1,14 @@
-"""System prompts of live turns: `v5` (with the citation table) and `legacy` (docs/live.md and docs/sql-tool.md)."""
+"""System prompts of live turns: `v5` (with the citation table) and `legacy` (docs/live.md and docs/sql-tool.md).
+
+The v5 citation table has one row per tool, generated from the tools' specs
+(`citations.citable.TOOL_SPECS`: name and `prompt_sources`), so a tool is
+described to the model where it is declared. The legacy prompt is frozen
+history: `tests/test_prompts.py` pins its text byte for byte.
+"""
 
 from __future__ import annotations
+
+from citations.citable import TOOL_SPECS
 
 __all__ = ["system_prompt"]
 
@@ -9,7 +17,9 @@ accounts, holdings, taxes, credit cards and mortgages, using the tools you are g
 concrete. Never invent numbers: every figure comes from a tool result, and you cite the result it \
 comes from. Do not name data vendors or internal systems in your answer."""
 
-_CITATION_TABLE = """
+_TOOL_ROWS = "\n".join(f"| {spec.name} | {spec.prompt_sources} |" for spec in TOOL_SPECS.values())
+
+_CITATION_TABLE = f"""
 
 ## Citations
 
@@ -18,15 +28,7 @@ relies on; never cite a source you did not receive in this conversation's tool r
 
 | tool | the sources it writes |
 | --- | --- |
-| execute_sql | silvia://your-account/<account> for rows of one account; \
-silvia://your-portfolio for rows not tied to one account |
-| execute_python | silvia://market-data/finnhub/<TICKER> for a ticker's market data; \
-silvia://market-data/finnhub for other live data; silvia://analysis for computed results |
-| read_tax_authority | the publication's page (irs.gov, ecfr.gov, uscode.house.gov), \
-else silvia://tax-authority/<path> |
-| read_credit_card_document | the issuer's terms page, else silvia://credit-card-corpus/<path> |
-| read_mortgage_authority | the regulation's page, else silvia://mortgage-code/<path> |
-| search_web | the page's URL |
+{_TOOL_ROWS}
 
 When you read the account views (account_details, holding_details, public_holding_details) per account, \
 always select the `source` and `source_account_id` columns alongside the account's name columns, so each \

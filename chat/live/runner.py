@@ -42,7 +42,6 @@ from chat.live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_
 from chat.live.prompts import system_prompt
 from chat.models import LiveTurn, LiveTurnStatus
 from chat.services import save_turn
-from chat.tools.base import ToolError, ToolExecutor
 from chat.tools.registry import configured_tools
 from citations.live_events import (
     StreamEvent,
@@ -52,6 +51,7 @@ from citations.live_events import (
     rewind_event,
 )
 from citations.text import storable_json
+from citations.tools import ToolError, ToolExecutor
 from citations.turn import TurnRecordError
 
 __all__ = ["model_client", "run_turn"]

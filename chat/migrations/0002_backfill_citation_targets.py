@@ -30,6 +30,6 @@ def backfill_targets(apps, schema_editor):
 class Migration(migrations.Migration):
     atomic = False
 
-    dependencies = [("chat", "0001_initial")]  # noqa: RUF012
+    dependencies = [("chat", "0001_initial")]
 
-    operations = [migrations.RunPython(backfill_targets, migrations.RunPython.noop, elidable=True)]  # noqa: RUF012
+    operations = [migrations.RunPython(backfill_targets, migrations.RunPython.noop, elidable=True)]

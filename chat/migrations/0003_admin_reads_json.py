@@ -103,9 +103,9 @@ def drop_postgresql_indexes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("chat", "0002_backfill_citation_targets")]  # noqa: RUF012
+    dependencies = [("chat", "0002_backfill_citation_targets")]
 
-    operations = [  # noqa: RUF012
+    operations = [
         migrations.RunPython(refuse_rows_that_are_not_arrays, migrations.RunPython.noop),
         *(
             migrations.RemoveField(model_name="chatlog", name=name)

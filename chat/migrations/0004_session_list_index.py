@@ -5,12 +5,12 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [  # noqa: RUF012
+    dependencies = [
         ("chat", "0003_admin_reads_json"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
-    operations = [  # noqa: RUF012
+    operations = [
         migrations.RemoveIndex(
             model_name="chatsession",
             name="chat_sessions_user_updated",

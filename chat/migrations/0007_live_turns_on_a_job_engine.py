@@ -5,12 +5,12 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [  # noqa: RUF012
+    dependencies = [
         ("chat", "0006_live_turn_stop_reason"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
-    operations = [  # noqa: RUF012
+    operations = [
         migrations.RemoveConstraint(
             model_name="liveturn",
             name="chat_live_turns_one_running_per_session",

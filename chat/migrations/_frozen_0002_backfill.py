@@ -183,7 +183,7 @@ def backfill_0002(model: Any, using: str) -> tuple[int, int]:
             params: list[Any] = [] if last is None else [last]
             where = "" if last is None else f" WHERE {pk} > %s"
             lock = " FOR UPDATE" if postgresql else ""
-            select = f"SELECT {pk}, {qn('citations')}, {qn('inline_citations')} FROM {table}{where}"  # noqa: S608
+            select = f"SELECT {pk}, {qn('citations')}, {qn('inline_citations')} FROM {table}{where}"
             cursor.execute(f"{select} ORDER BY {pk} LIMIT %s{lock}", [*params, BATCH_SIZE])
             rows = cursor.fetchall()
             writes: list[Any] = []
@@ -200,7 +200,7 @@ def backfill_0002(model: Any, using: str) -> tuple[int, int]:
                 # connection; every value is a bound parameter.
                 values = ", ".join([value_row] * len(writes))
                 with_v = f"WITH v({', '.join(qn(c) for c in written)}) AS (VALUES {values})"
-                update = f"UPDATE {table} SET {assignments} FROM v WHERE {table}.{pk} = v.{qn('id')}"  # noqa: S608
+                update = f"UPDATE {table} SET {assignments} FROM v WHERE {table}.{pk} = v.{qn('id')}"
                 cursor.execute(f"{with_v} {update}", [value for write in writes for value in write])
         scanned += len(rows)
         changed += len(writes)

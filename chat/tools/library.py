@@ -1,6 +1,7 @@
 """The three library readers as tool executors (docs/citable.md and docs/citable.md#the-library-corpus).
 
-One class, three instances (`read_tax_authority`, `read_credit_card_document`,
+One class, one instance per library of `citations.citable.LIBRARIES`
+(`read_tax_authority`, `read_credit_card_document`,
 `read_mortgage_authority`), over `citations.corpus.read_corpus_document` and
 the `CITATION_CORPUS_ROOT` setting.
 """
@@ -12,37 +13,27 @@ from typing import Any
 
 from django.conf import settings
 
-from chat.tools.base import ToolError
-from citations.corpus import CORPUS_FOLDERS, CorpusPathError, read_corpus_document
+from citations.citable import LIBRARIES, TOOL_SPECS, Library, ToolSpec
+from citations.corpus import CorpusPathError, read_corpus_document
+from citations.tools import ToolError
 
 __all__ = ["LibraryReader", "library_readers"]
-
-_DESCRIPTIONS = {
-    "read_tax_authority": "Read one document of the tax library (IRS publications, US Code, eCFR) by its path.",
-    "read_credit_card_document": "Read one credit card's terms document by its path (issuer/card/file).",
-    "read_mortgage_authority": "Read one mortgage regulation or note (Regulation Z, US Code) by its path.",
-}
 
 
 class LibraryReader:
     """A reader tool: input `{"path": str}`, output `{"path", "content", "meta"}` (docs/citable.md)."""
 
-    def __init__(self, name: str, root: Path) -> None:
-        self.name = name
+    def __init__(self, library: Library, root: Path) -> None:
+        self.library = library
+        self.name = library.tool
         self.root = root
+        self.spec: ToolSpec = TOOL_SPECS[library.tool]
 
     def definition(self) -> dict[str, Any]:
         """The Messages API tool definition."""
-        folder = CORPUS_FOLDERS[self.name]
-        return {
-            "name": self.name,
-            "description": f"{_DESCRIPTIONS[self.name]} Paths are relative to the {folder}/ library.",
-            "input_schema": {
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "path of the document, e.g. irs/p590a.md"}},
-                "required": ["path"],
-            },
-        }
+        return self.spec.definition(
+            f"{self.library.description} Paths are relative to the {self.library.folder}/ library."
+        )
 
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
         """Read the document; raises `ToolError` naming the path for a refused or missing one."""
@@ -56,4 +47,4 @@ class LibraryReader:
 
 def library_readers() -> list[LibraryReader]:
     """The three readers over the configured corpus root."""
-    return [LibraryReader(name, Path(settings.CITATION_CORPUS_ROOT)) for name in CORPUS_FOLDERS]
+    return [LibraryReader(library, Path(settings.CITATION_CORPUS_ROOT)) for library in LIBRARIES]

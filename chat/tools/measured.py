@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from chat.tools.base import ToolError, ToolExecutor
+from citations.tools import ToolError, ToolExecutor
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,14 +37,15 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.base import ToolError
 from chat.tools.egress import EgressAllowlist, egress_allowlist
 from chat.tools.egress_proxy import EgressProxy
 from chat.tools.sandbox import EGRESS_SOCKET, Sandbox, SandboxUnavailable, find_sandbox
+from citations.citable import EXECUTE_PYTHON
+from citations.tools import ToolError
 
 logger = logging.getLogger(__name__)
 
-NAME = "execute_python"
+NAME = EXECUTE_PYTHON.name
 MAX_CODE_CHARS = 100_000
 #: The largest file the code may write (RLIMIT_FSIZE); its output is capped separately.
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -118,7 +119,7 @@ runpy.run_path("main.py", run_name="__main__")
 
 @dataclass(frozen=True, kw_only=True)
 class ExecutePythonTool:
-    """The `execute_python` executor (`chat.tools.base.ToolExecutor`).
+    """The `execute_python` executor (`citations.tools.ToolExecutor`).
 
     `sandbox`: the checked bubblewrap setup (`find_sandbox`). `allowlist`:
     where the code may connect (empty: nowhere). `timeout_seconds`: wall
@@ -164,22 +165,14 @@ class ExecutePythonTool:
             network = f"The network reaches HTTPS to {hosts} only, through the proxy in https_proxy (urllib uses it)."
         if hosts and self.finnhub_api_key:
             network += " FINNHUB_API_KEY holds the Finnhub key."
-        return {
-            "name": NAME,
-            "description": (
-                "Run a short Python 3 program and get its stdout and stderr. Print results to stdout; "
-                "print JSON (an object or a list, on one line or as the whole output) for data you will cite. "
-                f"Limits: {self.timeout_seconds:g} s wall time, {self.cpu_seconds} s CPU, "
-                f"{self.memory_bytes // (1024 * 1024)} MB memory, {self.output_bytes} bytes of output. "
-                "Only the Python standard library is available. The working folder is an empty /tmp that "
-                f"does not outlive the call; nothing else is writable. {network}"
-            ),
-            "input_schema": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "description": "The whole program."}},
-                "required": ["code"],
-            },
-        }
+        return EXECUTE_PYTHON.definition(
+            "Run a short Python 3 program and get its stdout and stderr. Print results to stdout; "
+            "print JSON (an object or a list, on one line or as the whole output) for data you will cite. "
+            f"Limits: {self.timeout_seconds:g} s wall time, {self.cpu_seconds} s CPU, "
+            f"{self.memory_bytes // (1024 * 1024)} MB memory, {self.output_bytes} bytes of output. "
+            "Only the Python standard library is available. The working folder is an empty /tmp that "
+            f"does not outlive the call; nothing else is writable. {network}"
+        )
 
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
         """Run `tool_input["code"]` in the sandbox; `{"stdout": str, "stderr": str}` when it exits with status 0.

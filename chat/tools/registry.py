@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from chat.tools.base import ToolExecutor
 from chat.tools.library import library_readers
 from chat.tools.measured import MeasuredTool
 from chat.tools.python import execute_python_tool
 from chat.tools.search_web import search_web_tool
+from citations.tools import ToolExecutor
 from finance.sql_tool import execute_sql_tool
 
 __all__ = ["configured_tools"]

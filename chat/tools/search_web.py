@@ -28,13 +28,14 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.base import ToolError
 from chat.tools.egress import EgressAllowlist, EgressRefused, egress_allowlist, url_host
 from chat.tools.egress_http import allowlist_transport
+from citations.citable import SEARCH_WEB
+from citations.tools import ToolError
 
 logger = logging.getLogger(__name__)
 
-NAME = "search_web"
+NAME = SEARCH_WEB.name
 MAX_QUERY_CHARS = 2_000
 # Exa's text is long; the model needs a passage, and each text is sent back to
 # it as a search_result block, so it is capped per result.
@@ -45,7 +46,7 @@ MAX_ANSWER_BYTES = 2_000_000
 
 @dataclass(frozen=True)
 class SearchWebTool:
-    """The `search_web` executor (`chat.tools.base.ToolExecutor`).
+    """The `search_web` executor (`citations.tools.ToolExecutor`).
 
     `api_key`: Exa's key (sent as `x-api-key`). `base_url`: e.g.
     `https://api.exa.ai` (`/search` is appended). `timeout_seconds`: the
@@ -78,21 +79,11 @@ class SearchWebTool:
 
     def definition(self) -> dict[str, Any]:
         """The Messages API tool definition (`name`, `description`, `input_schema`)."""
-        return {
-            "name": NAME,
-            "description": (
-                "Search the public web. Returns up to "
-                f"{self.max_results} results, each with url, title and text (an extract of the page). "
-                "Use it for current facts the other tools do not hold; cite the results you use."
-            ),
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to search for, in plain words."},
-                },
-                "required": ["query"],
-            },
-        }
+        return SEARCH_WEB.definition(
+            "Search the public web. Returns up to "
+            f"{self.max_results} results, each with url, title and text (an extract of the page). "
+            "Use it for current facts the other tools do not hold; cite the results you use."
+        )
 
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
         """Search for `tool_input["query"]`; `{"results": [{"url", "title", "text"}, ...]}`.

@@ -28,9 +28,11 @@ from citations.citable.blocks import (
     nonblank_str,
     valid_ticker,
 )
+from citations.citable.spec import ToolSpec
+from citations.json_checks import expect, optional_str
 from citations.targets import MarketDataTarget, WebTarget
 
-__all__ = ["python_blocks"]
+__all__ = ["EXECUTE_PYTHON", "check_python_output", "python_blocks"]
 
 # "in any case" means ASCII case: re.ASCII keeps e.g. dotless ı from matching i.
 _FINNHUB = re.compile("finnhub", re.IGNORECASE | re.ASCII)
@@ -161,3 +163,32 @@ def _ticker_of(item: object) -> str | None:
     if not isinstance(value, str):
         value = item.get("ticker")
     return valid_ticker(value)
+
+
+# --- the tool, declared once (docs/tools.md#one-spec-per-tool) ---------------
+
+
+def check_python_output(tool_input: Mapping[str, Any], output: Mapping[str, Any], path: str) -> None:
+    """A record's check of what `python_blocks` reads: `stdout` a string, `stderr` a string or null.
+
+    Raises `TurnRecordError` at `path.stdout` or `path.stderr`.
+    """
+    expect(output.get("stdout"), str, f"{path}.stdout", "a string")
+    optional_str(output, "stderr", path)
+
+
+EXECUTE_PYTHON = ToolSpec(
+    name="execute_python",
+    input_schema={
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "The whole program."}},
+        "required": ["code"],
+    },
+    check_output=check_python_output,
+    citable=python_blocks,
+    prompt_sources=(
+        f"{FINNHUB_TICKER_SOURCE_PREFIX}<TICKER> for a ticker's market data; "
+        f"{FINNHUB_SOURCE} for other live data; {ANALYSIS_SOURCE} for computed results"
+    ),
+)
+"""`execute_python` (docs/citable.md#execute_python; its executor: `chat.tools.python.ExecutePythonTool`)."""

@@ -18,15 +18,19 @@ from django.utils.text import slugify
 
 from citations.accounts import ACCOUNT_ID_COLUMNS, account_ref_from_row, is_account_id
 from citations.citable.blocks import PORTFOLIO, PORTFOLIO_SOURCE, PORTFOLIO_TITLE, SearchResult, is_blank, value_text
+from citations.citable.spec import ToolSpec
+from citations.json_checks import expect
 from citations.targets import AccountRef, CitationTarget, accounts_target
 
 __all__ = [
     "ACCOUNT_SOURCE_PREFIX",
     "EMPTY_ROWS_TEXT",
+    "EXECUTE_SQL",
     "LABEL_COLUMNS",
     "NO_ROWS_TEXT",
     "ROUTING_COLUMNS",
     "RowTexts",
+    "check_sql_output",
     "render_sql_row",
     "sql_blocks",
 ]
@@ -64,11 +68,11 @@ class _Group:
         self.typed = typed  # False for the portfolio, and once a row names no account
 
 
-def sql_blocks(output: Mapping[str, object]) -> list[SearchResult]:
+def sql_blocks(tool_input: Mapping[str, object], output: Mapping[str, object]) -> list[SearchResult]:
     """The blocks of one `execute_sql` output (docs/citable.md#execute_sql).
 
     `output` is `{"rows": [...], "columns"?: [...]}`; without a `rows` list
-    there are no blocks. Never raises.
+    there are no blocks. The input (the query) is not read. Never raises.
     """
     rows = output.get("rows")
     if not isinstance(rows, list):
@@ -242,3 +246,36 @@ class RowTexts(Sequence[str]):
 
     def __repr__(self) -> str:
         return f"RowTexts({list(self._materialise())!r})"
+
+
+# --- the tool, declared once (docs/tools.md#one-spec-per-tool) ---------------
+
+
+def check_sql_output(tool_input: Mapping[str, Any], output: Mapping[str, Any], path: str) -> None:
+    """A record's check of what `sql_blocks` reads: `rows` a list of objects, `columns` null or a list of strings.
+
+    Raises `TurnRecordError` at `path.rows[i]`, `path.columns[i]`, ... (docs/turns.md#the-record).
+    """
+    rows = expect(output.get("rows"), list, f"{path}.rows", "a list")
+    for i, row in enumerate(rows):
+        expect(row, dict, f"{path}.rows[{i}]", "an object")
+    columns = output.get("columns")
+    if columns is not None:
+        for i, column in enumerate(expect(columns, list, f"{path}.columns", "a list of column names")):
+            expect(column, str, f"{path}.columns[{i}]", "a string")
+
+
+EXECUTE_SQL = ToolSpec(
+    name="execute_sql",
+    input_schema={
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "one SELECT statement"}},
+        "required": ["query"],
+    },
+    check_output=check_sql_output,
+    citable=sql_blocks,
+    prompt_sources=(
+        f"{ACCOUNT_SOURCE_PREFIX}<account> for rows of one account; {PORTFOLIO_SOURCE} for rows not tied to one account"
+    ),
+)
+"""`execute_sql` (docs/citable.md#execute_sql; its executor: `finance.sql_tool.ExecuteSqlTool`)."""

@@ -5,6 +5,7 @@ Arguments and printing only; the work is `chat.services.TurnImporter`.
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, paths: list[Path], user: str | None, create_users: bool, **options: Any) -> None:
+        # What start-up loaded lives as long as the process: keep the cyclic
+        # collector from walking it again on each of the many collections an
+        # import's small objects cause (about a third of the import's CPU,
+        # bench/README.md "import_turns").
+        gc.collect()
+        gc.freeze()
         files = self._expand(paths)
         try:
             override = import_user(user, create=create_users, where="--user") if user is not None else None

@@ -1,0 +1,151 @@
+"""Benchmark: the raw statements left in the code against the ORM's bulk operations doing the same write (issue 23).
+
+    .venv/bin/python bench/orm_vs_raw.py [--turns 500] [--rounds 9] [--database-url URL]
+
+On a scratch PostgreSQL database, `--turns` records derived from
+`examples/turns` (bench/import_turns.py) are prepared by the service's own
+code, then, taking turns, each inside a transaction that is rolled back:
+
+- turns: `chat.turn_writer`'s `INSERT ... SELECT FROM jsonb_to_recordset ...
+  ON CONFLICT DO NOTHING RETURNING id` against
+  `ChatLog.objects.bulk_create(..., ignore_conflicts=True)` of the same rows
+  (which, besides, cannot say which rows it created);
+- backfill: `chat.backfill`'s `UPDATE ... FROM jsonb_to_recordset` of a
+  batch against `ChatLog.objects.bulk_update(..., ["citations",
+  "inline_citations"])` of the same rows and values.
+
+The rule (issue 23): the ORM wherever it is within 10% of the raw
+statement. Each line prints raw/ORM medians and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._scratch import create_database, database_urls, drop_database, scratch_name  # noqa: E402
+from bench._timing import (  # noqa: E402
+    DEFAULT_SERVER_URL,
+    MIN_ROUNDS,
+    Ratio,
+    Timings,
+    postgres_server_url,
+    time_alternately,
+)
+
+GOAL_ORM = 1.1
+
+
+def _verdict(what: str, t: dict[str, Timings]) -> str:
+    ratio = Ratio.of(t["orm"], t["raw"])
+    keep = "the ORM is within 10%: use it" if ratio.value <= GOAL_ORM else "the raw statement stays"
+    return f"  {what}: ORM/raw {ratio.text()}: {keep}"
+
+
+def run(*, server_url: str, turns: int, rounds: int) -> None:
+    import environ
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connections, transaction
+
+    from bench.import_turns import derived_records
+    from chat.backfill import _RowPlan, _Table
+    from chat.models import ChatLog
+    from chat.services import TurnLimits, _prepare
+    from chat.turn_writer import _insert_turns_pg, write_turns
+    from citations.backfill import backfill_citation_list
+    from citations.turn import parse_turn_record
+
+    name = scratch_name("orm")
+    create_database(server_url, name)
+    try:
+        _, django_url = database_urls(server_url, name)
+        settings.DATABASES["default"] = {**settings.DATABASES["default"], **environ.Env.db_url_config(django_url)}
+        settings.DATABASES["default"]["OPTIONS"] = {}
+        connections.close_all()
+        del connections["default"]
+        call_command("migrate", verbosity=0)
+        user = get_user_model().objects.create(username="maya")
+        limits = TurnLimits.from_settings()
+        rows = [_prepare(parse_turn_record(r, user_given=True), user, limits).row for r in derived_records(turns)]
+        columns = [row.columns for row in rows]
+        names = list(columns[0])
+
+        def raw_insert() -> None:
+            with transaction.atomic():
+                _insert_turns_pg(names, columns)
+                transaction.set_rollback(True)
+
+        def orm_insert() -> None:
+            with transaction.atomic():
+                ChatLog.objects.bulk_create([ChatLog(**c) for c in columns], ignore_conflicts=True)
+                transaction.set_rollback(True)
+
+        t = time_alternately({"raw": raw_insert, "orm": orm_insert}, runs=rounds)
+        print(f"orm_vs_raw bench, PostgreSQL: {turns} turns inserted (import_turns' statement), {rounds} rounds")
+        print(t["raw"].line("raw INSERT ... FROM jsonb_to_recordset"))
+        print(t["orm"].line("bulk_create(ignore_conflicts=True)"))
+        print(_verdict("turns insert", t), flush=True)
+
+        # The backfill's write: the same rows with their citations typed (old rows: no targets yet).
+        with transaction.atomic():
+            write_turns(rows)
+        table = _Table(ChatLog, "default")
+        stored = table.scan(None, turns)
+        plans: list[tuple[Any, _RowPlan]] = []
+        for row_id, citations, inline in stored:
+            untyped = [[{k: v for k, v in e.items() if k != "target"} for e in table.decode(n, raw)]
+                       for n, raw in (("citations", citations), ("inline_citations", inline))]  # fmt: skip
+            plans.append((row_id, _RowPlan(None, *(backfill_citation_list(u) for u in untyped))))
+        objects = [
+            ChatLog(id=row_id, citations=p.lists[0].value, inline_citations=p.lists[1].value) for row_id, p in plans
+        ]
+
+        def raw_write() -> None:
+            with transaction.atomic():
+                table.write(plans)
+                transaction.set_rollback(True)
+
+        def orm_write() -> None:
+            with transaction.atomic():
+                ChatLog.objects.bulk_update(objects, ["citations", "inline_citations"], batch_size=len(objects))
+                transaction.set_rollback(True)
+
+        t = time_alternately({"raw": raw_write, "orm": orm_write}, runs=rounds)
+        print(f"orm_vs_raw bench, PostgreSQL: {turns} rows' JSON columns rewritten (the backfill's batch write)")
+        print(t["raw"].line("raw UPDATE ... FROM jsonb_to_recordset"))
+        print(t["orm"].line("bulk_update(citations, inline_citations)"))
+        print(_verdict("backfill write", t), flush=True)
+    finally:
+        connections.close_all()
+        drop_database(server_url, name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
+    )
+    args = parser.parse_args(argv)
+    server_url = postgres_server_url(args.database_url)
+    os.environ["DATABASE_URL"] = "sqlite:///var/bench-placeholder.sqlite3"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    import django
+
+    django.setup()
+    run(server_url=server_url, turns=args.turns, rounds=max(args.rounds, MIN_ROUNDS))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
