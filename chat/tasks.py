@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import uuid
 
-from silvia.celery import app
+from celery import shared_task
 
 
-@app.task(name="chat.run_live_turn", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+# A shared task binds to the app the process configured (`silvia.celery`, loaded by the
+# worker's `-A silvia.celery` and by the web entry points `silvia.asgi`/`silvia.wsgi`):
+# `chat` does not import `silvia` (apps import one way, tests/test_layering.py).
+@shared_task(name="chat.run_live_turn", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_live_turn(turn_id: str) -> None:
     """Take the turn and run it to its end; idempotent under redelivery.
 

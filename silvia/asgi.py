@@ -155,5 +155,6 @@ django.setup(set_prefix=False)
 application = SyncChainASGIHandler()
 
 from chat.live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
+from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)
 
 warn_if_no_model()
