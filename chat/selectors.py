@@ -200,6 +200,24 @@ def session_message_rows(
     return rows.order_by("created_at", "id").values_list(*columns)
 
 
+def _message_rows(session_id: uuid.UUID, fields: tuple[str, ...]) -> QuerySet[ChatLog, tuple]:
+    return session_message_rows(session=ChatSession(pk=session_id), fields=fields)
+
+
+#: `session_message_rows` without `after`, compiled once per column list: a small session's detail
+#: reads its turns with it on every request (bench/README.md, "detail GET, 100 turns").
+_MESSAGE_ROWS = PrecompiledQuery(_message_rows, uuid.UUID(int=0x5E55_0001))
+
+
+def session_message_rows_fetched(
+    *, session: ChatSession, fields: Sequence[str], after: MessageCursor | None = None
+) -> list[tuple[Any, ...]]:
+    """`list(session_message_rows(...))`, every row at once; without `after`, by a precompiled query. One query."""
+    if after is not None:
+        return list(session_message_rows(session=session, fields=fields, after=after))
+    return _MESSAGE_ROWS.rows(session.pk, shape=(tuple(fields),))
+
+
 class CitationCounts(TypedDict):
     """The annotations `chat_logs_with_citation_counts` adds."""
 

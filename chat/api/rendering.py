@@ -27,7 +27,7 @@ import functools
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -43,7 +43,7 @@ from rest_framework.settings import api_settings
 
 from chat.api.serializers import ChatLogSerializer, ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.models import ChatSession
-from chat.selectors import MessageCursor, SessionDetail, session_message_rows
+from chat.selectors import MessageCursor, SessionDetail, session_message_rows, session_message_rows_fetched
 
 __all__ = [
     "LIST_COLUMNS",
@@ -127,14 +127,26 @@ def serializer_fields(serializer: type[Serializer[Any]]) -> Any:
 @receiver(setting_changed)
 def _forget_fields(**kwargs: Any) -> None:
     serializer_fields.cache_clear()
+    _converters_in.cache_clear()
 
 
-def _converters(columns: tuple[tuple[str, str], ...], fields: Any) -> tuple[Converter, ...]:
-    """Per column: None (as is), `orjson.Fragment`, or `datetime_converter` of the serializer's field.
+def _converters(columns: tuple[tuple[str, str], ...], serializer: type[Serializer[Any]]) -> tuple[Converter, ...]:
+    """Per column: None (as is), `orjson.Fragment`, or `datetime_converter` of `serializer`'s field.
 
     A date field gets a copy pinned to the current time zone: DRF looks it up
-    on every call otherwise, and it cannot change during one response.
+    on every call otherwise, and it cannot change during one response. Built
+    once per (columns, serializer, time zone): every list and detail answer
+    needs them (bench/README.md, "empty list").
     """
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    return _converters_in(columns, serializer, zone)
+
+
+@functools.lru_cache(maxsize=64)
+def _converters_in(
+    columns: tuple[tuple[str, str], ...], serializer: type[Serializer[Any]], zone: Any
+) -> tuple[Converter, ...]:
+    fields = serializer_fields(serializer)
     converters: list[Converter] = []
     for name, kind in columns:
         if kind == VERBATIM:
@@ -145,7 +157,7 @@ def _converters(columns: tuple[tuple[str, str], ...], fields: Any) -> tuple[Conv
             field = fields[name]
             if not hasattr(field, "timezone"):
                 field = copy.copy(field)
-                field.timezone = field.default_timezone()  # None with USE_TZ off, as DRF would use
+                field.timezone = zone  # `field.default_timezone()`: None with USE_TZ off, as DRF would use
             converters.append(datetime_converter(field))
     return tuple(converters)
 
@@ -213,20 +225,22 @@ def session_detail_chunks(
     otherwise fetched whole, which saves the cursor's round trips on a
     session known to be small.
     """
-    header_fields = serializer_fields(ChatSessionDetailSerializer)
     header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
     header = {
         name: value if convert is None or value is None else convert(value)
         for (name, _), convert, value in zip(
-            SESSION_COLUMNS, _converters(SESSION_COLUMNS, header_fields), header_values, strict=True
+            SESSION_COLUMNS, _converters(SESSION_COLUMNS, ChatSessionDetailSerializer), header_values, strict=True
         )
     }
     # `{...header...}` without its closing brace, then the messages list.
     yield _encode(header)[:-1] + b',"messages":['
     names = tuple(name for name, _ in MESSAGE_COLUMNS)
-    converters = _converters(MESSAGE_COLUMNS, serializer_fields(ChatLogSerializer))
-    queryset = session_message_rows(session=session, fields=names, after=after)
-    rows = queryset.iterator(chunk_size=chunk_rows) if server_side else iter(queryset)
+    converters = _converters(MESSAGE_COLUMNS, ChatLogSerializer)
+    rows: Iterator[tuple[Any, ...]] = (
+        session_message_rows(session=session, fields=names, after=after).iterator(chunk_size=chunk_rows)
+        if server_side
+        else iter(session_message_rows_fetched(session=session, fields=names, after=after))
+    )
     chunk: list[tuple[Any, ...]] = []
     first = True
     for row in chain(rows, [None]):
@@ -259,7 +273,7 @@ def session_list_json(
     serializer's own `DateTimeField`, as in the detail.
     """
     names = tuple(name for name, _ in LIST_COLUMNS)
-    converters = _converters(LIST_COLUMNS, serializer_fields(ChatSessionListSerializer))
+    converters = _converters(LIST_COLUMNS, ChatSessionListSerializer)
     rows = list(rows)
     results = [
         {
