@@ -28,7 +28,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Callable, Generator, Iterable, Iterator
-from itertools import chain
+from itertools import islice
 from typing import Any
 
 import orjson
@@ -162,6 +162,10 @@ def _converters_in(
     return tuple(converters)
 
 
+#: Time zones with no offset ever, by their IANA names.
+_UTC_KEYS = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"})
+
+
 def datetime_converter(field: serializers.DateTimeField) -> Callable[[Any], Any]:
     """What `_encode` turns into the text `field.to_representation(value)` gives, for a `DateTimeField`
     whose `timezone` is set.
@@ -177,8 +181,12 @@ def datetime_converter(field: serializers.DateTimeField) -> Callable[[Any], Any]
     zone = field.timezone
     if zone is None or str(getattr(field, "format", api_settings.DATETIME_FORMAT)).lower() != ISO_8601:
         return represent
+    # In UTC, a value PostgreSQL gave (in `dt.UTC`) is already what orjson must write.
+    utc = zone is dt.UTC or getattr(zone, "key", None) in _UTC_KEYS
 
     def convert(value: Any) -> Any:
+        if utc and type(value) is dt.datetime and value.tzinfo is dt.UTC:
+            return value
         if type(value) is dt.datetime and value.tzinfo is not None:
             try:
                 local = value.astimezone(zone)
@@ -190,6 +198,32 @@ def datetime_converter(field: serializers.DateTimeField) -> Callable[[Any], Any]
         return represent(value)
 
     return convert
+
+
+def _objects(
+    columns: tuple[tuple[str, str], ...], serializer: type[Serializer[Any]], rows: list[tuple[Any, ...]]
+) -> list[dict[str, Any]]:
+    """`rows` (tuples of the `columns` values) as dicts in column order, each value converted (`_converters`).
+
+    Each dict is made by `dict(zip(...))` and only the columns with a
+    converter are then replaced (keeping their place): the per-row work in
+    Python is those few columns, not every column.
+    """
+    names = tuple(name for name, _ in columns)
+    converted = tuple(
+        (index, name, convert)
+        for index, (name, convert) in enumerate(zip(names, _converters(columns, serializer), strict=True))
+        if convert is not None
+    )
+    objects = []
+    for row in rows:
+        obj = dict(zip(names, row, strict=True))
+        for index, name, convert in converted:
+            value = row[index]
+            if value is not None:
+                obj[name] = convert(value)
+        objects.append(obj)
+    return objects
 
 
 _LINE_SEPARATOR, _PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
@@ -225,41 +259,21 @@ def session_detail_chunks(
     otherwise fetched whole, which saves the cursor's round trips on a
     session known to be small.
     """
-    header_values = [getattr(session, name) for name, _ in SESSION_COLUMNS]
-    header = {
-        name: value if convert is None or value is None else convert(value)
-        for (name, _), convert, value in zip(
-            SESSION_COLUMNS, _converters(SESSION_COLUMNS, ChatSessionDetailSerializer), header_values, strict=True
-        )
-    }
+    header_values = tuple(getattr(session, name) for name, _ in SESSION_COLUMNS)
+    [header] = _objects(SESSION_COLUMNS, ChatSessionDetailSerializer, [header_values])
     # `{...header...}` without its closing brace, then the messages list.
     yield _encode(header)[:-1] + b',"messages":['
     names = tuple(name for name, _ in MESSAGE_COLUMNS)
-    converters = _converters(MESSAGE_COLUMNS, ChatLogSerializer)
     rows: Iterator[tuple[Any, ...]] = (
         session_message_rows(session=session, fields=names, after=after).iterator(chunk_size=chunk_rows)
         if server_side
         else iter(session_message_rows_fetched(session=session, fields=names, after=after))
     )
-    chunk: list[tuple[Any, ...]] = []
     first = True
-    for row in chain(rows, [None]):
-        if row is not None:
-            chunk.append(row)
-            if len(chunk) < chunk_rows:
-                continue
-        if chunk:
-            messages = [
-                {
-                    name: value if convert is None or value is None else convert(value)
-                    for name, convert, value in zip(names, converters, r, strict=True)
-                }
-                for r in chunk
-            ]
-            encoded = _encode(messages)[1:-1]
-            yield encoded if first else b"," + encoded
-            first = False
-            chunk = []
+    while chunk := list(islice(rows, chunk_rows)):
+        encoded = _encode(_objects(MESSAGE_COLUMNS, ChatLogSerializer, chunk))[1:-1]
+        yield encoded if first else b"," + encoded
+        first = False
     yield b"]}"
 
 
@@ -272,16 +286,7 @@ def session_list_json(
     `chat.api.pagination.SessionPaginator` reads it); dates go through the
     serializer's own `DateTimeField`, as in the detail.
     """
-    names = tuple(name for name, _ in LIST_COLUMNS)
-    converters = _converters(LIST_COLUMNS, ChatSessionListSerializer)
-    rows = list(rows)
-    results = [
-        {
-            name: value if convert is None or value is None else convert(value)
-            for name, convert, value in zip(names, converters, row, strict=True)
-        }
-        for row in rows
-    ]
+    results = _objects(LIST_COLUMNS, ChatSessionListSerializer, list(rows))
     body = {"count": count, "next": next_link, "previous": previous_link, "results": results}
     return EncodedJSON(_encode(body))
 
