@@ -31,7 +31,7 @@ class UsualAcceptNegotiation(DefaultContentNegotiation):
     def select_renderer(
         self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
-        accept = request.headers.get("accept")
+        accept = request.META.get("HTTP_ACCEPT")  # not `.headers`: it copies every header
         if format_suffix or accept not in USUAL_ACCEPT or self.settings.URL_FORMAT_OVERRIDE in request.query_params:
             return super().select_renderer(request, renderers, format_suffix)
         # What DRF's choice depends on: each renderer's class and media type (and format, for `?format=`).

@@ -129,7 +129,7 @@ class SessionDetailView(APIView):
         session, after = detail.session, detail.after
 
         headers = {"ETag": session_detail_etag(detail=detail, after=after_id), "Cache-Control": _CACHE_CONTROL}
-        etags = parse_etags(request.headers.get("If-None-Match", ""))
+        etags = parse_etags(request.META.get("HTTP_IF_NONE_MATCH", ""))  # not `.headers`: it copies every header
         if "*" in etags or any(etag.removeprefix("W/") == headers["ETag"] for etag in etags):
             return Response(status=304, headers=headers)
 
