@@ -32,7 +32,7 @@ run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
-	trap 'kill $$worker; wait $$worker' EXIT INT TERM; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
 
 # Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
@@ -53,7 +53,7 @@ run-recorded: install
 	@$(call port_free,127.0.0.1:$(RECORDED_PORT),the recorded model,RECORDED_PORT)
 	@$(call port_free,$(HOST),the demo server,HOST)
 	$(BIN)/python manage.py serve_recorded_model --port $(RECORDED_PORT) & pid=$$!; \
-	trap 'kill $$pid' EXIT INT TERM; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run
 
 # Test-only JavaScript: axe-core, which the browser tests inject for their accessibility check
