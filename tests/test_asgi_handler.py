@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
@@ -10,18 +11,21 @@ from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
 
 from silvia.asgi import RequestThreads, application
+from tests.factories import ChatLogFactory, ChatSessionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _get(path: str, headers: list[tuple[bytes, bytes]] | None = None) -> tuple[int, bytes]:
+def _get(
+    path: str, headers: list[tuple[bytes, bytes]] | None = None, sent: list[dict] | None = None
+) -> tuple[int, bytes]:
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
         "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
         "headers": [(b"host", b"127.0.0.1"), *(headers or [])], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
     }  # fmt: skip
     messages = [{"type": "http.request", "body": b"", "more_body": False}]
-    sent: list[dict] = []
+    sent = [] if sent is None else sent
 
     async def receive() -> dict:
         if messages:
@@ -80,3 +84,15 @@ def test_request_threads_keep_at_most_the_idle_count():
     assert threads.acquire() is first
     with pytest.raises(RuntimeError):
         second.submit(print)
+
+
+def test_a_body_is_sent_in_one_message_not_djangos_64_kib_slices(token_client, maya):
+    session = ChatSessionFactory.create(user=maya)
+    ChatLogFactory.create_batch(3, session=session, response="x" * 40_000)
+    token = token_client._credentials["HTTP_AUTHORIZATION"].encode()
+    sent: list[dict] = []
+    status, body = _get(f"/api/chat/sessions/{session.pk}", [(b"authorization", token)], sent)
+    assert status == 200 and len(body) > 120_000
+    assert [message["type"] for message in sent] == ["http.response.start", "http.response.body"]
+    assert not sent[1].get("more_body", False)
+    assert json.loads(body)["messages"][2]["response"] == "x" * 40_000
