@@ -57,6 +57,7 @@ __all__ = [
     "model_http_event_hooks",
     "model_request",
     "multiprocess_dir",
+    "process_exiting",
     "render",
     "sample_pool",
     "tool_call",
@@ -327,6 +328,14 @@ def multiprocess_dir() -> Path | None:
     """The directory of multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`), or None: one process's figures."""
     value = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     return Path(value) if value else None
+
+
+def process_exiting() -> None:
+    """This process is stopping (a turn worker's shutdown): in multiprocess mode its `livesum` gauges
+    stop counting now, not at the next scrape; its counters and histograms stay in the sums."""
+    directory = multiprocess_dir()
+    if directory is not None:
+        _multiprocess.mark_process_dead(os.getpid(), str(directory))
 
 
 _LIVE_FILE = re.compile(r"^gauge_live\w+_(\d+)\.db$")
