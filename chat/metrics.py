@@ -17,7 +17,7 @@ Three kinds of figures:
   holds them, whichever process ran a turn; a gauge kept by processes
   would be wrong after a worker is killed mid-turn, and needs no
   coordination this way (one indexed GROUP BY per scrape);
-- **sampled**: the database pool's use (`sample_pool`, after requests).
+- **sampled**: the database pool's use (`sample_pool`, after requests and around a worker's tasks).
 
 This module is imported only by what records or serves a figure (never at
 `django.setup()`: tests/test_startup.py), so a command that records nothing
@@ -69,7 +69,7 @@ __all__ = [
 # A `_created` timestamp beside every counter doubles the series for nothing Prometheus needs.
 disable_created_metrics()
 
-# --- live turns (the turn runner calls these: docs/metrics.md#where-the-turn-runner-calls-them) --------------
+# --- live turns (recorded by the turn worker: docs/metrics.md#where-live-turns-record-them) ------------------
 
 TURNS_FINISHED = Counter(
     "silvia_turns_finished_total",
@@ -132,7 +132,7 @@ SSE_OPEN = Gauge(
 )
 POOL_CONNECTIONS = Gauge(
     "silvia_db_pool_connections",
-    "Connections of the database pool, by state (in_use, idle); sampled after requests.",
+    "Connections of the database pool, by state (in_use, idle); sampled after requests and tasks.",
     ["alias", "state"],
     multiprocess_mode="livesum",
 )
