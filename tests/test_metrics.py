@@ -379,7 +379,7 @@ def _expected(
 def test_a_workers_live_turns_are_in_a_scrape_of_the_web(recorded_model_server, tmp_path):
     """The Procfile's web and worker sharing PROMETHEUS_MULTIPROC_DIR, as deployed (and as `make run` starts
     them): each turn run by the worker moves the web's /metrics by what its recorded script makes it do."""
-    from tests.live_support import cite, parse_sse, script, step, text, tool_use
+    from tests.live_support import SSEClient, cite, parse_sse, script, step, text, tool_use
     from tests.procfile import Stack
     from tests.test_live_engine import CHASE, broker_for_this_database, env_for, post, token_for
 
@@ -393,6 +393,9 @@ def test_a_workers_live_turns_are_in_a_scrape_of_the_web(recorded_model_server, 
         step(tool_use("toolu_2", "execute_sql", {"query": "slow"})), step(text("No figures.")), match=["slow"]
     )
     recorded_model_server.load([answer, overloaded, slow])
+    tool_round = step(tool_use("toolu_3", "read_credit_card_document", {"path": "chase/sapphire-preferred/pricing.md"}))
+    slowly = text("An answer streamed slowly, so that its worker is killed in the middle of it. " * 6)
+    resumed = script(tool_round, {**step(slowly), "delay_ms": 100}, match=["resumed"])
     shared = tmp_path / "metrics"
     shared.mkdir()
     env = env_for(
@@ -409,19 +412,22 @@ def test_a_workers_live_turns_are_in_a_scrape_of_the_web(recorded_model_server, 
         web, worker = stack.web(), stack.worker()
         token = token_for("metrics-user")
 
-        def turn(message: str, expected: dict) -> list:
-            before = _scrape_http(web.base_url)
-            conn, response = post(web.base_url, token, {"message": message})
-            assert response.status == 200
-            events = parse_sse(response.read())
-            conn.close()
+        def moved_by(before: dict, expected: dict, what: str) -> None:
             # The worker counts a turn right after its last event is in the log, which the client may read first.
             deadline = time.monotonic() + 30
             while (moved := _turn_figures_moved(before, _scrape_http(web.base_url))) != expected:
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
-            assert moved == expected, message
+            assert moved == expected, what
+
+        def turn(message: str, expected: dict) -> list:
+            before = _scrape_http(web.base_url)
+            conn, response = post(web.base_url, token, {"message": message})
+            assert response.status == 200
+            events = parse_sse(response.read())
+            conn.close()
+            moved_by(before, expected, message)
             return events
 
         events = turn(
@@ -454,5 +460,39 @@ def test_a_workers_live_turns_are_in_a_scrape_of_the_web(recorded_model_server, 
         assert {key: after.get(key) for key in totals if key[0] in TURN_FIGURES} == {
             key: value for key, value in totals.items() if key[0] in TURN_FIGURES
         }
+
+        # A worker killed mid-answer: another resumes the turn from its checkpoint (after the tool round).
+        recorded_model_server.load([resumed])
+        worker = stack.worker()
+        before = _scrape_http(web.base_url)
+        path = f"/api/chat/sessions/{uuid.uuid4()}/turns/"
+        client = SSEClient(web.base_url, "POST", path, token, {"message": "metrics resumed"})
+        while not any(name == "text" for _, name, _ in client.events(limit=1)):
+            pass
+        read_ok = {
+            ("silvia_tool_calls_total", (("outcome", "ok"), ("tool", "read_credit_card_document"))): 1,
+            ("silvia_tool_call_seconds_count", (("tool", "read_credit_card_document"),)): 1,
+        }
+        before_kill = {
+            ("silvia_turn_first_text_seconds_count", ()): 1,
+            ("silvia_model_request_seconds_count", (("outcome", "ok"),)): 1,  # step 1; step 2 is streaming
+            ("silvia_model_http_responses_total", (("status", "200"),)): 2,
+            **read_ok,
+        }
+        moved_by(before, before_kill, "the first text, before the kill")
+        worker.kill()
+        stack.worker()
+        assert client.events()[-1][1] == "done"
+        client.close()
+        # Step 1 and its tool ran once; step 2 was asked twice (the killed worker's request never ended);
+        # the first text counts once: the resumed turn's log already held text.
+        moved_by(
+            before,
+            {
+                **_expected(resumed, finished=("done", ""), tool_calls={("read_credit_card_document", "ok"): 1}),
+                ("silvia_model_http_responses_total", (("status", "200"),)): len(resumed["steps"]) + 1,
+            },
+            "the resumed turn",
+        )
     finally:
         stack.close()
