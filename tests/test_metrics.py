@@ -227,6 +227,34 @@ def test_the_sdks_retries_and_the_apis_responses_are_counted(recorded_model_serv
     assert _value("silvia_model_http_responses_total", status="200") - before["200"] == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_turns_failed_without_a_run_are_counted_by_their_type(maya, settings):
+    """A turn whose workers stopped too often (`interrupted`, at its next delivery) and a queued turn whose
+    task the broker refused (`queue_unavailable`, in the web process) end failed without a runner."""
+    from chat.live.service import _fail_queued, turn_acquire
+    from chat.models import LiveTurnEvent
+
+    def counted(error_type: str) -> float:
+        return _value("silvia_turns_finished_total", outcome="failed", error_type=error_type)
+
+    def queued() -> LiveTurn:
+        turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=maya, user_message="hi", prompt_version="v5")
+        LiveTurnEvent.objects.create(turn=turn, seq=1, event="turn", data="{}")
+        LiveTurn.objects.filter(pk=turn.pk).update(last_seq=1)
+        return turn
+
+    settings.LIVE_TURN_MAX_RESUMES = 1
+    before = {kind: counted(kind) for kind in ("interrupted", "queue_unavailable")}
+    interrupted = queued()
+    assert None not in (turn_acquire(interrupted.id), turn_acquire(interrupted.id))  # a start, a takeover
+    assert turn_acquire(interrupted.id) is None and turn_acquire(interrupted.id) is None  # failed, then a no-op
+    refused = queued()
+    _fail_queued(refused.id, "queue_unavailable", "The service could not queue this question.")
+    _fail_queued(refused.id, "queue_unavailable", "The service could not queue this question.")  # not queued now
+    assert {kind: counted(kind) - before[kind] for kind in before} == {"interrupted": 1, "queue_unavailable": 1}
+    assert {row.error["type"] for row in LiveTurn.objects.filter(status="failed")} == set(before)
+
+
 # --- read from the database at scrape time ----------------------------------------------------------------------
 
 
