@@ -252,7 +252,7 @@ def test_turns_failed_without_a_run_are_counted_by_their_type(maya, settings):
     _fail_queued(refused.id, "queue_unavailable", "The service could not queue this question.")
     _fail_queued(refused.id, "queue_unavailable", "The service could not queue this question.")  # not queued now
     assert {kind: counted(kind) - before[kind] for kind in before} == {"interrupted": 1, "queue_unavailable": 1}
-    assert {row.error["type"] for row in LiveTurn.objects.filter(status="failed")} == set(before)
+    assert {(row.error or {}).get("type") for row in LiveTurn.objects.filter(status="failed")} == set(before)
 
 
 # --- read from the database at scrape time ----------------------------------------------------------------------
