@@ -12,7 +12,10 @@ API answer under load (bench/README.md, "empty list"):
   worker thread and back: 16 hops a request. Here the middleware chain is
   the sync one, and `request_started`, the chain with its view and, for a
   response that is not streamed, its closing run in one hop. A streamed
-  response is closed in a second hop once sent, as Django does. Async views
+  response is closed in a second hop once sent, as Django does, and also
+  when sending it failed (its iterator raised), which Django skips: then no
+  `request_finished` came and the request thread kept its database
+  connection checked out of the pool. Async views
   (the live turn streams) still run on the event loop.
 - Django gives each request a worker thread of its own (asgiref's
   `ThreadSensitiveContext`), so that all of the request's sync code and its
@@ -177,37 +180,39 @@ class SyncChainASGIHandler(ASGIHandler):
             await sync_to_async(error_response.close)()
             return
 
-        async def process_request() -> tuple[HttpResponseBase, bool]:
-            response, closed = await sync_to_async(self._respond, thread_sensitive=True)(scope, request)
+        made: list[tuple[HttpResponseBase, bool]] = []  # (response, closed) once the chain returned it
+
+        async def process_request() -> None:
+            made.append(await sync_to_async(self._respond, thread_sensitive=True)(scope, request))
             with contextlib.suppress(asyncio.CancelledError):  # the client disconnected during send_response
-                await self.send_response(response, send)
-            return response, closed
+                await self.send_response(made[0][0], send)
 
         # As Django: listen for a disconnect while the response is made.
         responding = asyncio.create_task(process_request())
         tasks: list[asyncio.Task[Any]] = [asyncio.create_task(self.listen_for_disconnect(receive)), responding]
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            if task.done():
-                try:
-                    task.result()
-                except RequestAborted:
-                    pass
-                except AssertionError:
-                    body_file.close()
-                    raise
-            else:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
         try:
-            response, closed = responding.result()
-        except asyncio.CancelledError:
-            await signals.request_finished.asend(sender=self.__class__)
-        else:
-            if not closed:
-                await sync_to_async(response.close)()
-        body_file.close()
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                if task.done():
+                    with contextlib.suppress(RequestAborted):
+                        task.result()
+                else:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+        finally:
+            for task in tasks:  # left running only when the loop above raised
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            # Unlike Django, also when sending failed (a stream raised midway): a response is always closed,
+            # so `request_finished` always comes and the request thread's database connection goes back.
+            if not made:  # cancelled (or failed) before the chain returned
+                await signals.request_finished.asend(sender=self.__class__)
+            elif not made[0][1]:
+                await sync_to_async(made[0][0].close)()
+            body_file.close()
 
     def _respond(self, scope: dict[str, Any], request: HttpRequest) -> tuple[HttpResponseBase, bool]:
         """In the request's thread: `request_started`, the middleware chain and view, and the closing of a

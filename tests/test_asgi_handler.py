@@ -9,6 +9,9 @@ import threading
 import pytest
 from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
+from django.http import StreamingHttpResponse
+from django.test.utils import override_settings
+from django.urls import path
 
 from silvia.asgi import RequestThreads, application
 
@@ -148,3 +151,51 @@ def test_a_body_at_the_limit_is_read(token_client, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(body)
     status, _, answer = _request("POST", TURNS, _token_headers(token_client), [body[:5], body[5:]])
     assert (status, json.loads(answer)) == (400, {"message": ["Expected a string."]})
+
+
+# Streams that fail after their first chunk, served beside the project's URLs.
+closed: list[str] = []
+
+
+def _failing_chunks(name: str):
+    try:
+        yield b"first"
+        raise RuntimeError("the stream broke")
+    finally:
+        closed.append(name)
+
+
+async def _failing_async_chunks(name: str):
+    try:
+        yield b"first"
+        raise RuntimeError("the stream broke")
+    finally:
+        closed.append(name)
+
+
+urlpatterns = [
+    path("stream-fails/", lambda request: StreamingHttpResponse(_failing_chunks("sync"))),
+    path("astream-fails/", lambda request: StreamingHttpResponse(_failing_async_chunks("async"))),
+]
+
+
+@override_settings(ROOT_URLCONF=__name__)
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous iterators")
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_stream_that_fails_midway_is_still_closed_and_its_request_finished(kind):
+    # Django's handler lets the exception out before `response.close()`: no `request_finished`, so the
+    # request thread kept its database connection (with the pool: checked out) until its next request.
+    finished: list[int] = []
+
+    def on_finished(**kwargs: object) -> None:
+        finished.append(threading.get_ident())
+
+    signals.request_finished.connect(on_finished)
+    closed.clear()
+    try:
+        with pytest.raises(RuntimeError, match="the stream broke"):
+            _get("/stream-fails/" if kind == "sync" else "/astream-fails/")
+    finally:
+        signals.request_finished.disconnect(on_finished)
+    assert closed == [kind]
+    assert len(finished) == 1 and finished[0] != threading.get_ident()
