@@ -110,7 +110,7 @@ def test_through_uvicorn_a_20_mb_or_endless_chunked_post_is_a_json_413_and_an_un
     token = Token.objects.create(user=maya).key
     server = ServerProcess({"ANTHROPIC_API_KEY": "test-key"})
     try:
-        answers = {}
+        answers: dict[str, tuple[object, ...]] = {}
         body = json.dumps({"message": "x" * (20 * 1024 * 1024)}).encode()
         for name, (method, url, payload) in {
             "20 MB turn": ("POST", TURNS.format(uuid.uuid4()), body),
