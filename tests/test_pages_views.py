@@ -334,7 +334,7 @@ def test_the_answer_preview_renders_what_has_streamed_so_far(maya_client, maya):
         (json.dumps({"answer": "a", "inline_citations": [{}] * 10_001}), "inline_citations: more than 10000"),
         ("[" * 100_000 + "]" * 100_000, "body: nested too deep"),
         ('{"answer": "a \\ud800 b"}', "body: a string holds a lone surrogate (U+D800)"),
-        ('{"answer": "a", "inline_citations": [{"title": "\\udfff"}]}', "body: a string holds a lone surrogate (U+DFFF)"),
+        ('{"answer": "a", "inline_citations": [{"title": "\\udfff"}]}', "body: a string holds a lone surrogate"),
     ],
     ids=[
         *("not json", "not an object", "answer not a string", "citations not a list", "too long", "too many"),
