@@ -35,6 +35,9 @@ def _sql_calls():
 
 
 SQL_CALLS = list(_sql_calls())
+# The demo seeds accounts and holdings, not transactions: the finance app has no
+# `transaction_details` view (docs/decisions.md), so those recorded queries cannot run here.
+RUNNABLE_SQL_CALLS = [call for call in SQL_CALLS if "transaction_details" not in call.values[1]]
 
 
 @pytest.mark.parametrize(("username", "query", "rows"), SQL_CALLS)
@@ -50,11 +53,17 @@ def test_every_account_an_example_row_names_is_seeded_for_its_user(finance_users
         assert account.name == row["account_name"]
 
 
-@pytest.mark.parametrize(("username", "query", "rows"), SQL_CALLS)
+def test_only_the_transaction_queries_are_left_out_of_the_runnable_ones():
+    left_out = {call.id for call in SQL_CALLS} - {call.id for call in RUNNABLE_SQL_CALLS}
+    assert left_out == {
+        "02-roth-ira.json:toolu_017X0W7IBYmfDTLyEoEnqps7",
+        "05-sam-budget.json:toolu_014UWOSjDpn5FvSntqN7so83",
+    }
+
+
+@pytest.mark.parametrize(("username", "query", "rows"), RUNNABLE_SQL_CALLS)
 def test_example_queries_give_their_recorded_account_rows(finance_users, sql_tool, username, query, rows):
     """Each recorded row that names an account comes back, value for value, when its query runs on the demo data."""
-    if "transaction_details" in query:
-        pytest.skip("transactions are not part of the demo data")
     if connection.vendor == "sqlite" and "ILIKE" in query:
         pytest.skip("SQLite has no ILIKE")
     user = finance_users[0] if username == "maya" else finance_users[1]

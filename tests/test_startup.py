@@ -17,8 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Top-level packages and our modules that only a live turn or a tool call needs.
-TURN_ONLY = (
+# Packages and our modules loaded on demand: by a live turn, a tool call, a metric or a page showing an answer.
+LOADED_ON_DEMAND = (
     "anthropic",  # the SDK: about 3 s of CPU to import
     "pglast",  # the execute_sql guard's parser
     "httpx",  # the SDK's and search_web's HTTP client
@@ -75,4 +75,4 @@ def test_start_up_imports_nothing_only_a_turn_or_a_tool_needs(step):
     assert "chat.models" in modules and "finance.models" in modules  # the apps did load
     if step == "check":
         assert "chat.api.live_views" in modules  # the views were imported, and they stay light
-    assert [name for name in TURN_ONLY if _loaded(modules, name)] == []
+    assert [name for name in LOADED_ON_DEMAND if _loaded(modules, name)] == []
