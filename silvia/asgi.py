@@ -114,6 +114,9 @@ class SyncChainASGIHandler(ASGIHandler):
         super().load_middleware(is_async=False)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.lifespan(receive, send)
+            return
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         executor = self.threads.acquire()
@@ -122,6 +125,18 @@ class SyncChainASGIHandler(ASGIHandler):
                 await self.handle(scope, receive, send)
         finally:
             self.threads.release(executor)
+
+    @staticmethod
+    async def lifespan(receive: Any, send: Any) -> None:
+        """The ASGI lifespan protocol, with nothing to start or stop: answered, so that uvicorn does not log that
+        the application does not support it (Django's own handler raises, and uvicorn then carries on without)."""
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
     async def read_body(self, receive: Any, limit: int | None = None) -> Any:
         """Django's `read_body`, stopping past `limit` bytes with a `RefusedBody` (module docstring)."""

@@ -199,3 +199,19 @@ def test_a_stream_that_fails_midway_is_still_closed_and_its_request_finished(kin
         signals.request_finished.disconnect(on_finished)
     assert closed == [kind]
     assert len(finished) == 1 and finished[0] != threading.get_ident()
+
+
+def test_the_lifespan_protocol_is_answered_start_to_end():
+    # uvicorn's default `--lifespan auto` logs "ASGI 'lifespan' protocol appears unsupported" when the app raises.
+    messages = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return messages.pop(0)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(asyncio.wait_for(application({"type": "lifespan", "asgi": {"version": "3.0"}}, receive, send), 5))
+    assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
+    assert messages == []
