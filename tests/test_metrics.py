@@ -72,6 +72,15 @@ def test_metrics_is_not_served_without_a_token_configured(settings):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/metrics", "/readyz", "/healthz"])
+def test_the_probes_answer_another_method_405_not_the_csrf_page(settings, path):
+    settings.METRICS_TOKEN = TOKEN
+    response = Client(enforce_csrf_checks=True).post(path, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     "authorization",
     [None, "", "Bearer", "Bearer wrong-token", f"Token {TOKEN}", f"Basic {TOKEN}", f"Bearer {TOKEN}x"],
