@@ -14,7 +14,7 @@ import uuid
 import orjson
 import pytest
 
-from chat.live.events import EventWriter, LostTurnError
+from chat.live.events import EventWriter, LostTurnError, Notifier, notify_payload, parse_payload
 from chat.live.service import turn_acquire
 from chat.models import LiveTurn, LiveTurnEvent
 from citations.live_events import citation_event, text_event
@@ -100,3 +100,32 @@ def test_a_turn_taken_over_while_its_events_were_held_stops_its_thread_at_the_ne
         assert log(turn) == [(1, "turn", {}), (2, "text", {"text": "first"})]
     finally:
         writer.close()
+
+
+def test_a_notify_payload_carries_a_batch_that_fits_and_only_the_turn_id_otherwise():
+    turn_id = uuid.uuid4()
+    rows = [(7, "text", '{"text":"a b\\nc \\u2028"}'), (8, "citation", '{"citation":{"start":0,"end":3}}')]
+    assert parse_payload(notify_payload(turn_id, rows)) == (str(turn_id), rows)
+    big = [(9, "message", orjson.dumps({"content": "é" * 4000}).decode())]  # 8000 bytes of UTF-8
+    assert notify_payload(turn_id, big) == str(turn_id)
+    assert parse_payload(str(turn_id)) == (str(turn_id), None)
+
+
+def test_the_notifier_keeps_the_carried_events_of_a_followed_turn_consecutive_or_not_at_all():
+    notifier, key = Notifier(), str(uuid.uuid4())
+    notifier.notify(key, [(2, "text", "{}")])
+    assert notifier.take(key, 1) is None  # no stream here follows the turn: nothing kept
+    notifier.watch(key)
+    assert notifier.take(key, 1) is None  # nothing kept yet: read the log
+    notifier.notify(key, [(2, "text", '{"text":"a"}'), (3, "text", '{"text":"b"}')])
+    notifier.notify(key, [(4, "citation", "{}")])
+    assert notifier.take(key, 1) == [(2, "text", '{"text":"a"}'), (3, "text", '{"text":"b"}'), (4, "citation", "{}")]
+    assert notifier.take(key, 3) == [(4, "citation", "{}")] and notifier.take(key, 4) == []
+    assert notifier.take(key, 0) is None  # event 1 is not kept: read the log
+    notifier.notify(key, [(9, "text", "{}")])  # a gap (a batch too big for a payload): start again from 9
+    assert notifier.take(key, 4) is None and notifier.take(key, 8) == [(9, "text", "{}")]
+    notifier.notify(key)  # a wake-up that names no events: the log must be read
+    assert notifier.take(key, 9) is None
+    notifier.unwatch(key)
+    notifier.notify(key, [(10, "text", "{}")])
+    assert notifier.take(key, 9) is None

@@ -132,7 +132,7 @@ def append_events(
         if not updated:
             raise LostTurnError(str(turn_id))
         LiveTurnEvent.objects.bulk_create(rows)
-        notify_commit(turn_id)
+        notify_commit(turn_id, [(row.seq, row.event, row.data) for row in rows])
     return last
 
 
@@ -324,12 +324,46 @@ def sqlite_write_lock() -> Iterator[None]:
         yield
 
 
-def notify_commit(turn_id: uuid.UUID) -> None:
-    """Wake every tail of `turn_id` once the current transaction commits."""
+def notify_commit(turn_id: uuid.UUID, rows: list[tuple[int, str, str]] | None = None) -> None:
+    """Wake every tail of `turn_id` once the current transaction commits.
+
+    On PostgreSQL the `NOTIFY` payload is the turn id, followed by `rows`
+    (`(seq, event, data)`, the events this transaction appends) one per line
+    when they fit in a payload (`notify_payload`): a web process's tails then
+    send them without reading the log (`Notifier.take`).
+    """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, str(turn_id)])
+            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, notify_payload(turn_id, rows)])
     transaction.on_commit(lambda: notifier.notify(str(turn_id)))
+
+
+#: PostgreSQL refuses a NOTIFY payload of 8000 bytes or more.
+MAX_PAYLOAD_BYTES = 7900
+
+
+def notify_payload(turn_id: uuid.UUID, rows: list[tuple[int, str, str]] | None) -> str:
+    """`<turn id>`, then `<seq> <event> <data>` per event, one a line (the JSON `data` holds no raw newline).
+
+    The turn id alone when there are no rows or they do not fit: the tails read the log.
+    """
+    if rows:
+        payload = "\n".join([str(turn_id), *(f"{seq} {event} {data}" for seq, event, data in rows)])
+        if len(payload) <= MAX_PAYLOAD_BYTES // 4 or len(payload.encode()) <= MAX_PAYLOAD_BYTES:
+            return payload
+    return str(turn_id)
+
+
+def parse_payload(payload: str) -> tuple[str, list[tuple[int, str, str]] | None]:
+    """A `notify_payload`: the turn id and its events (None when it names none)."""
+    turn_id, _, lines = payload.partition("\n")
+    if not lines:
+        return turn_id, None
+    rows = []
+    for line in lines.split("\n"):
+        seq, event, data = line.split(" ", 2)
+        rows.append((int(seq), event, data))
+    return turn_id, rows
 
 
 def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
@@ -343,43 +377,90 @@ def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[t
 
 
 class Notifier:
-    """In-process wake-ups per turn: a version counter plus waiting threads and event loops."""
+    """In-process wake-ups per turn: a version counter plus waiting threads and event loops.
+
+    For the turns a stream of this process follows (`watch`), it also keeps
+    the events the `NOTIFY` payloads carried (the last `KEPT` of each turn,
+    always consecutive), so a tail sends them without reading the log
+    (`take`). A wake-up without events (no payload, an in-process commit)
+    drops what is kept: the tails read the log.
+    """
+
+    KEPT = 256
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._versions: dict[str, int] = {}
         self._async: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._watchers: dict[str, int] = {}
+        self._events: dict[str, list[tuple[int, str, str]]] = {}
 
     def version(self, turn_id: str) -> int:
         with self._lock:
             return self._versions.get(turn_id, 0)
 
-    def notify(self, turn_id: str) -> None:
+    def watching(self, turn_id: str) -> bool:
+        return turn_id in self._watchers
+
+    def watch(self, turn_id: str) -> None:
+        """A stream of this process follows `turn_id`: keep the events notifications carry."""
+        with self._lock:
+            self._watchers[turn_id] = self._watchers.get(turn_id, 0) + 1
+
+    def unwatch(self, turn_id: str) -> None:
+        with self._lock:
+            left = self._watchers.get(turn_id, 0) - 1
+            if left > 0:
+                self._watchers[turn_id] = left
+            else:
+                self._watchers.pop(turn_id, None)
+                self._events.pop(turn_id, None)
+
+    def take(self, turn_id: str, after: int) -> list[tuple[int, str, str]] | None:
+        """The kept events after id `after` ([] when none is newer), or None when the log must be read
+        (nothing kept, or the kept events start after `after + 1`)."""
+        with self._lock:
+            kept = self._events.get(turn_id)
+            if not kept or kept[0][0] > after + 1:
+                return None
+            return [row for row in kept if row[0] > after]
+
+    def notify(self, turn_id: str, rows: list[tuple[int, str, str]] | None = None) -> None:
         with self._lock:
             self._versions[turn_id] = self._versions.get(turn_id, 0) + 1
+            if turn_id in self._watchers:
+                kept = self._events.get(turn_id)
+                if rows is None:
+                    self._events.pop(turn_id, None)
+                elif kept and kept[-1][0] + 1 == rows[0][0]:
+                    kept.extend(rows)
+                    del kept[: -self.KEPT]
+                else:
+                    self._events[turn_id] = list(rows[-self.KEPT :])
             waiters = list(self._async.get(turn_id, ()))
             self._cond.notify_all()
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
 
-    def wait(self, turn_id: str, seen: int, timeout: float) -> None:
-        """Block until `turn_id` moves past version `seen` or `timeout` seconds pass."""
+    def wait(self, turn_id: str, seen: int, timeout: float) -> bool:
+        """Block until `turn_id` moves past version `seen` or `timeout` seconds pass; whether it moved."""
         with self._cond:
-            self._cond.wait_for(lambda: self._versions.get(turn_id, 0) != seen, timeout=timeout)
+            return self._cond.wait_for(lambda: self._versions.get(turn_id, 0) != seen, timeout=timeout)
 
-    async def wait_async(self, turn_id: str, seen: int, timeout: float) -> None:
+    async def wait_async(self, turn_id: str, seen: int, timeout: float) -> bool:
         """`wait` for an event loop: no thread is held while waiting."""
         event = asyncio.Event()
         key = (asyncio.get_running_loop(), event)
         with self._lock:
             if self._versions.get(turn_id, 0) != seen:
-                return
+                return True
             self._async.setdefault(turn_id, set()).add(key)
         try:
             await asyncio.wait_for(event.wait(), timeout)
+            return True
         except TimeoutError:
-            pass
+            return False
         finally:
             with self._lock:
                 waiting = self._async.get(turn_id)
