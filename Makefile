@@ -12,7 +12,7 @@ RECORDED_PORT ?= 8765
 # (pyproject.toml excludes .venv and var).
 CHECKED ?= .
 
-.PHONY: install run run-recorded test bench check lock clean
+.PHONY: install run run-address-free run-recorded test bench check lock clean
 
 # The dev group: runtime + tests, benchmarks, checks. requirements/*-constraints.txt pin every
 # package, direct and transitive; a server installs requirements/runtime.txt only (docs/deploying.md).
@@ -32,13 +32,20 @@ run: install
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
-	trap 'kill $$worker; wait $$worker' EXIT INT TERM; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
 
 # Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
 # (Started anyway, the recorded model would fail among the migrate output and every live turn after it.)
+# A 4th argument names the target in the message when the check is a rule of its own.
 port_free = $(BIN)/python -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); h, p = sys.argv[1].rsplit(":", 1); s.bind((h, int(p)))' $(1) 2>/dev/null \
-	|| { echo "make $@: $(1) ($(2)) is taken by another process; stop it, or pick another address: make $@ $(3)=..." >&2; exit 1; }
+	|| { echo "make $(or $(4),$@): $(1) ($(2)) is taken by another process; stop it, or pick another address: make $(or $(4),$@) $(3)=..." >&2; exit 1; }
+
+# `make run` checks HOST first too: taken, uvicorn would fail only after the demo's setup, with
+# its error's text withheld by the log filter (docs/privacy.md), so the newcomer would not know why.
+run: run-address-free
+run-address-free: install
+	@$(call port_free,$(HOST),the demo server,HOST,run)
 
 # The demo with the RECORDED model (not Claude) answering live turns: no API key needed.
 run-recorded: export DJANGO_DEBUG ?= true
@@ -46,7 +53,7 @@ run-recorded: install
 	@$(call port_free,127.0.0.1:$(RECORDED_PORT),the recorded model,RECORDED_PORT)
 	@$(call port_free,$(HOST),the demo server,HOST)
 	$(BIN)/python manage.py serve_recorded_model --port $(RECORDED_PORT) & pid=$$!; \
-	trap 'kill $$pid' EXIT INT TERM; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run
 
 # Test-only JavaScript: axe-core, which the browser tests inject for their accessibility check

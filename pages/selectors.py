@@ -32,4 +32,7 @@ def turn_get_for_user(*, session_id: str, log_id: str, user: AbstractBaseUser) -
     log_uuid = parse_uuid(log_id)
     if session is None or log_uuid is None:
         return None
-    return session_messages(session=session).filter(pk=log_uuid).first()
+    log = session_messages(session=session).filter(pk=log_uuid).first()
+    if log is not None:
+        log.session = session  # the view names the session's title; no query for it
+    return log

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from typing import Any, cast
+from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
@@ -104,7 +105,10 @@ def turn_detail(request: HttpRequest, session_id: str, log_id: str) -> HttpRespo
     if log is None:
         raise Http404("No such turn.")
     names = account_names_for_user(user=_caller(request))
-    return render(request, "pages/_turn.html", {"turn": _turn(log, names)})
+    response = render(request, "pages/_turn.html", {"turn": _turn(log, names)})
+    # A page that was untitled (its first turn) takes the session's title from here (ask.js), percent-encoded.
+    response["X-Session-Title"] = quote(log.session.title or "", safe="")
+    return response
 
 
 def _preview_input(body: bytes) -> tuple[str, list[Any]]:

@@ -13,8 +13,25 @@ import os
 from typing import Any
 
 from celery import Celery, signals
+from django.core.exceptions import ImproperlyConfigured
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+
+
+def require_metrics_folder() -> None:
+    """Refuse to start a web or worker process (both load this module) whose `PROMETHEUS_MULTIPROC_DIR` is
+    not a directory (docs/metrics.md). prometheus-client would fail every request, /healthz too, and every
+    turn at its first figure, with an error whose text the log filter withholds. `manage.py` commands are
+    not refused: a release runs `migrate` and `check --deploy` before the folder is made for the start."""
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder and not os.path.isdir(folder):
+        raise ImproperlyConfigured(
+            f"PROMETHEUS_MULTIPROC_DIR={folder} is not a directory: create it (empty) before the processes "
+            "start, e.g. `rm -rf DIR && mkdir -p DIR` (docs/metrics.md), or unset it for one process's figures."
+        )
+
+
+require_metrics_folder()
 
 app = Celery("silvia")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -7,7 +7,9 @@ A filter on a logger would miss records propagated from its children.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import re
 import traceback
 from collections.abc import Mapping
@@ -151,8 +153,18 @@ def _redact_argument(value: object) -> object:
     return value
 
 
+def _exception_label(exc: BaseException) -> str:
+    """The class, and for an `OSError` its errno's name and text: fixed by the errno, they quote no user data
+    (its message can: a file name, an address), and they say why a port or a file failed."""
+    label = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    code = exc.errno if isinstance(exc, OSError) else None
+    if isinstance(code, int) and code in errno.errorcode:
+        label += f" [{errno.errorcode[code]}: {os.strerror(code)}]"
+    return label
+
+
 def _exception_name(exc: BaseException) -> str:
-    return f"{type(exc).__module__}.{type(exc).__qualname__} (message withheld)"
+    return f"{_exception_label(exc)} (message withheld)"
 
 
 def _exception_chain(exc: BaseException) -> list[BaseException]:
@@ -172,5 +184,5 @@ def _withheld_traceback(exc: BaseException) -> str:
         tb: TracebackType | None = e.__traceback__
         parts.append("Traceback (most recent call last):\n")
         parts.extend(traceback.format_tb(tb))
-        parts.append(f"{type(e).__module__}.{type(e).__qualname__}: (message withheld: it may quote user data)\n")
+        parts.append(f"{_exception_label(e)}: (message withheld: it may quote user data)\n")
     return "".join(parts).rstrip("\n")

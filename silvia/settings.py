@@ -317,7 +317,9 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # The job engine: Celery (docs/job-engine.md). Live turns run in `celery -A silvia worker`
 # processes (the Procfile's `worker:` line), never in a web process. With no broker URL,
 # the embedded default: kombu's filesystem transport under var/broker/, for `make run`.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://"
+# The host part means nothing to the filesystem transport; without one, kombu warns "No hostname
+# was supplied" twice at every worker start.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://localhost//"
 CELERY_BROKER_DIR = BASE_DIR / env.str("CELERY_BROKER_DIR", default="var/broker")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)

@@ -65,6 +65,23 @@ def test_a_malformed_proxy_ssl_header_is_refused():
     assert "DJANGO_SECURE_PROXY_SSL_HEADER must be `HEADER,value`" in result.stderr
 
 
+def test_a_missing_metrics_folder_stops_the_web_and_the_worker_not_a_command(tmp_path):
+    # Started anyway, every request (/healthz too) was a 500: FileNotFoundError at the first figure,
+    # DuplicateTimeseries after, both texts withheld from the log by the privacy filter.
+    missing = tmp_path / "metrics"
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(missing)}
+    for entry in ("import silvia.asgi", "import silvia.celery"):  # what uvicorn and the worker load
+        result = _django(entry, env)
+        assert result.returncode != 0, entry
+        assert f"ImproperlyConfigured: PROMETHEUS_MULTIPROC_DIR={missing} is not a directory" in result.stderr
+    # A release's commands run before the folder is made for the processes' start (docs/deploying.md).
+    result = _django("from django.core.management import call_command; call_command('check')", env)
+    assert result.returncode == 0, result.stderr
+    missing.mkdir()
+    result = _django("import silvia.asgi", env)
+    assert result.returncode == 0, result.stderr
+
+
 def test_the_documented_production_settings_clear_check_deploy():
     env = deploying_production_env()
     assert {

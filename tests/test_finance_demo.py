@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from citations.accounts import account_ref_from_row
@@ -79,7 +80,15 @@ def test_the_view_columns_the_tool_describes_are_the_views_columns(finance_users
         assert tuple(sql_tool.run({"query": f"SELECT * FROM {view} LIMIT 1"}, user=maya)["columns"]) == columns
 
 
-def test_setup_demo_seeds_both_users_and_runs_again(db, tmp_path):
+def test_setup_demo_refuses_without_debug_and_creates_no_user(db, tmp_path, settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="DJANGO_DEBUG=true"):
+        call_command("setup_demo", examples=tmp_path, stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert not get_user_model().objects.filter(username__in=["maya", "admin"]).exists()
+
+
+def test_setup_demo_seeds_both_users_and_runs_again(db, tmp_path, settings):
+    settings.DEBUG = True
     sql_sqlite.clear_cache()
     call_command("setup_demo", examples=tmp_path, stdout=open("/dev/null", "w"))  # noqa: SIM115
     call_command("setup_demo", examples=tmp_path, stdout=open("/dev/null", "w"))  # noqa: SIM115

@@ -271,5 +271,6 @@ def test_no_model_configured_is_503_and_each_process_warns_once(tmp_path):
         assert LiveTurn.objects.count() == 0
         for process in (web, worker):
             assert process.output().count("live answers are not configured on this server") == 1, process.output()
+        assert "No hostname was supplied" not in worker.output()  # the embedded broker's URL names its host
     finally:
         stack.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 
 import pytest
@@ -244,3 +245,17 @@ def test_http_client_warnings_still_pass():
     record = _record("anthropic._base_client", "Retrying request to %s in %s seconds", ("/v1/messages", 0.5))
     record.levelno, record.levelname = logging.WARNING, "WARNING"
     assert PrivacyFilter().filter(record) is True
+
+
+def test_an_oserror_keeps_its_errno_and_loses_its_message():
+    # uvicorn's bind failure: the errno says why, the message would also name the address (or a file name).
+    error = OSError(errno.EADDRINUSE, f"error while attempting to bind on address ('{ACCOUNT}', 8000)")
+    record = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1, "start failed", None, _raised(error))
+    PrivacyFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert ACCOUNT not in text
+    assert "builtins.OSError [EADDRINUSE: Address already in use]: (message withheld: it may quote user data)" in text
+    as_argument = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed: %s", (error,), None)
+    PrivacyFilter().filter(as_argument)
+    label = "builtins.OSError [EADDRINUSE: Address already in use]"
+    assert as_argument.getMessage() == f"failed: {label} (message withheld)"

@@ -344,7 +344,11 @@ def test_the_recorded_markdown_answer_streams_without_flashing_and_equals_the_re
     live = page.locator("article.turn--live")
     streamed = live.evaluate(TURN_HTML_JS)
     answered = [response.text() for response in answered]
+    # The untitled page took the session's title (the question, as stored), as a reload shows it.
+    assert page.locator("h1").inner_text() == "Give me an overview of my cards and my IRA"
+    assert page.title() == "Give me an overview of my cards and my IRA · Silvia"
     page.reload()
+    assert page.locator("h1").inner_text() == "Give me an overview of my cards and my IRA"
     assert page.locator("article.turn").last.evaluate(TURN_HTML_JS) == streamed
 
     log = ChatLog.objects.get(user_message="Give me an overview of my cards and my IRA")

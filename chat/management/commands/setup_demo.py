@@ -7,7 +7,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from rest_framework.authtoken.models import Token
 
 from chat.models import ChatSession
@@ -24,7 +24,8 @@ class Command(BaseCommand):
     help = (
         "Create the demo user 'maya' with an API token and demo financial data (and some for 'sam') "
         "and a staff user 'admin' (password 'admin', local demo only), import examples/turns, "
-        "and print a curl command for one session. Safe to run again."
+        "and print a curl command for one session. Safe to run again. Runs only with DJANGO_DEBUG=true: "
+        "it creates users with known passwords."
     )
 
     def add_arguments(self, parser) -> None:
@@ -32,6 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, examples: Path, base_url: str, **options) -> None:
+        if not settings.DEBUG:
+            raise CommandError(
+                f"setup_demo creates users with known passwords ({DEMO_USER}, {STAFF_USER}/{STAFF_PASSWORD}): "
+                "it runs only on a development server (DJANGO_DEBUG=true), never on a production database"
+            )
         users = get_user_model()
         maya, _ = users.objects.get_or_create(username=DEMO_USER)
         token, _ = Token.objects.get_or_create(user=maya)

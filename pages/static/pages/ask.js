@@ -178,12 +178,23 @@
     }
   };
 
+  /* A page opened untitled (before its first turn) takes the title the session was saved with, as a reload shows. */
+  function showSessionTitle(encoded) {
+    var heading = document.querySelector("h1[data-untitled]");
+    if (!heading || !encoded) return;
+    var title = decodeURIComponent(encoded);
+    document.title = title + document.title.slice(heading.textContent.length);
+    heading.textContent = title;
+    heading.removeAttribute("data-untitled");
+  }
+
   /* After `done`: the saved turn's article, exactly as a reload renders it, replaces the live one. */
   LiveTurn.prototype.finish = async function () {
     var url = form.dataset.sessionUrl + "turns/" + encodeURIComponent(this.logId) + "/";
     try {
       var response = await fetch(url, { credentials: "same-origin" });
       if (response.ok && !response.redirected) {
+        showSessionTitle(response.headers.get("X-Session-Title"));
         var saved = replaceKeepingFocus(this.article, await response.text(), true);
         saved.classList.add("turn--live");
         this.article = saved;
