@@ -27,8 +27,12 @@ install: $(BIN)/.installed
 # The demo serves with DEBUG on (local only) so the server serves the admin's CSS.
 # Live turns run in one Celery worker beside uvicorn, on the embedded broker under
 # var/broker/ unless CELERY_BROKER_URL is set (docs/job-engine.md); both stop together.
+# Both write their metrics to one multiprocess folder, emptied first, so /metrics of the
+# web (with METRICS_TOKEN set) shows the worker's turns too (docs/metrics.md).
 run: export DJANGO_DEBUG ?= true
+run: export PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/metrics
 run: install
+	mkdir -p "$$PROMETHEUS_MULTIPROC_DIR" && rm -f "$$PROMETHEUS_MULTIPROC_DIR"/*.db
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \

@@ -17,7 +17,7 @@ Three kinds of figures:
   holds them, whichever process ran a turn; a gauge kept by processes
   would be wrong after a worker is killed mid-turn, and needs no
   coordination this way (one indexed GROUP BY per scrape);
-- **sampled**: the database pool's use (`sample_pool`, after requests).
+- **sampled**: the database pool's use (`sample_pool`, after requests and around a worker's tasks).
 
 This module is imported only by what records or serves a figure (never at
 `django.setup()`: tests/test_startup.py), so a command that records nothing
@@ -57,6 +57,7 @@ __all__ = [
     "model_http_event_hooks",
     "model_request",
     "multiprocess_dir",
+    "process_exiting",
     "render",
     "sample_pool",
     "tool_call",
@@ -68,7 +69,7 @@ __all__ = [
 # A `_created` timestamp beside every counter doubles the series for nothing Prometheus needs.
 disable_created_metrics()
 
-# --- live turns (the turn runner calls these: docs/metrics.md#where-the-turn-runner-calls-them) --------------
+# --- live turns (recorded by the turn worker: docs/metrics.md#where-live-turns-record-them) ------------------
 
 TURNS_FINISHED = Counter(
     "silvia_turns_finished_total",
@@ -131,7 +132,7 @@ SSE_OPEN = Gauge(
 )
 POOL_CONNECTIONS = Gauge(
     "silvia_db_pool_connections",
-    "Connections of the database pool, by state (in_use, idle); sampled after requests.",
+    "Connections of the database pool, by state (in_use, idle); sampled after requests and tasks.",
     ["alias", "state"],
     multiprocess_mode="livesum",
 )
@@ -327,6 +328,14 @@ def multiprocess_dir() -> Path | None:
     """The directory of multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`), or None: one process's figures."""
     value = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     return Path(value) if value else None
+
+
+def process_exiting() -> None:
+    """This process is stopping (a turn worker's shutdown): in multiprocess mode its `livesum` gauges
+    stop counting now, not at the next scrape; its counters and histograms stay in the sums."""
+    directory = multiprocess_dir()
+    if directory is not None:
+        _multiprocess.mark_process_dead(os.getpid(), str(directory))
 
 
 _LIVE_FILE = re.compile(r"^gauge_live\w+_(\d+)\.db$")

@@ -27,8 +27,13 @@ _MARKERS_ONLY = re.compile(r"[ \t>]*(?:[-+*=_#|~`:.)0-9][ \t]*)*")
 _DELIMITER_ROW_START = re.compile(r"[ \t]*\|?[ \t:|-]*")
 # A blank line, reversed (searched from the end): newline, blanks, newline.
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
-# What ends a line unfinished: an escape, an image's `!`, an entity, a run of emphasis or code markers, an autolink.
+# What ends a line unfinished: an escape, an image's `!`, an entity, a run of emphasis or code markers, an
+# autolink. The pattern is the definition; `_open_end_start` finds its match without searching (below).
 _OPEN_END = re.compile(r"(?:\\|!|&#?[A-Za-z0-9]*|[*_~`]+|<[A-Za-z][A-Za-z0-9+.-]*(?::[^\s<>]*)?|<)\Z")
+_ENTITY = re.compile(r"&#?[A-Za-z0-9]*")
+_AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.-]*(?::[^\s<>]*)?)?")
+# More unfinished ends than this at the end of one line and the whole line is held (see `_hold_open_end`).
+_MAX_OPEN_ENDS = 200
 
 
 class Stable(NamedTuple):
@@ -104,20 +109,47 @@ def _open_link_start(line: str) -> int:
     return start - 1 if start and line[start - 1] == "!" else start
 
 
+def _open_end_start(line: str) -> int:
+    """Where `_OPEN_END` matches in `line`, else -1: the earliest start of a suffix it matches.
+
+    `_OPEN_END.search` tries every start and, after a run of markers that
+    is not at the end (`***…*a`), rescans the run from each: quadratic in the
+    line, minutes for a line of 100,000 characters a client posts to the
+    preview. A match is a suffix, and each alternative can start at one
+    place only (a marker run's start, the last `&`, the last `<`, the last
+    character), so those are checked.
+    """
+    starts = []
+    if line.endswith(("\\", "!")):
+        starts.append(len(line) - 1)
+    run = len(line) - len(line.rstrip("*_~`"))
+    if run:
+        starts.append(len(line) - run)
+    for opener, pattern in (("&", _ENTITY), ("<", _AUTOLINK)):
+        at = line.rfind(opener)
+        if at >= 0 and pattern.fullmatch(line, at):
+            starts.append(at)
+    return min(starts, default=-1)
+
+
 def _hold_open_end(src: str, shown: int) -> int:
-    while True:
-        line_start = src.rfind("\n", 0, shown) + 1
+    """Hold back the unfinished ends of the last line shown (escapes, entities, marker runs, links, ...),
+    one after the other; past `_MAX_OPEN_ENDS` of them (no answer has that many in a row), the whole line,
+    so a line made of nothing else costs a bounded number of steps."""
+    line_start = src.rfind("\n", 0, shown) + 1
+    for _ in range(_MAX_OPEN_ENDS + 1):  # the last step finds nothing more to hold
         line = src[line_start:shown]
         held = shown
-        match = _OPEN_END.search(line)
-        if match and match.start() < len(line):
-            held = line_start + match.start()
+        start = _open_end_start(line)
+        if start >= 0:
+            held = line_start + start
         link = _open_link_start(src[line_start:held])
         if link >= 0:
             held = line_start + link
         if held == shown:
             return shown
         shown = held
+    return line_start
 
 
 def _closers(base: str) -> str:

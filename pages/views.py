@@ -117,6 +117,12 @@ def _preview_input(body: bytes) -> tuple[str, list[Any]]:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise ValueError(f"body: not JSON ({error})") from None
+    except RecursionError:
+        raise ValueError("body: nested too deep") from None
+    try:  # a "\ud800" escape decodes to a lone surrogate, which no page can encode
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError as error:
+        raise ValueError(f"body: a string holds a lone surrogate (U+{ord(error.object[error.start]):04X})") from None
     if not isinstance(data, dict):
         raise ValueError("body: expected an object")
     answer, inline = data.get("answer"), data.get("inline_citations", [])

@@ -55,3 +55,24 @@ def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
         requeued = turns_orphaned_requeue()
         if requeued:
             logger.warning("embedded worker: %d turn(s) left running by a stopped worker queued again", requeued)
+
+
+# Metrics (docs/metrics.md#the-turn-workers-figures): the worker's database pool is sampled around its
+# tasks, as a web process samples it after requests (at most once a second); chat.metrics loads with the
+# first task, not at the worker's start.
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _sample_pool(sender: Any = None, **kwargs: Any) -> None:
+    from chat.metrics import sample_pool
+
+    sample_pool()
+
+
+# A process that stops takes its live gauges (the pool's connections) out of the sums at once: the worker
+# itself (the threads pool runs every turn in it) and, with a forking pool, each child.
+@signals.worker_shutdown.connect
+@signals.worker_process_shutdown.connect
+def _metrics_process_exit(sender: Any = None, **kwargs: Any) -> None:
+    from chat.metrics import process_exiting
+
+    process_exiting()

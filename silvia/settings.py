@@ -294,6 +294,8 @@ LIVE_TURN_RETRY_AFTER_SECONDS = env.int("LIVE_TURN_RETRY_AFTER_SECONDS", default
 LIVE_TURN_MAX_RESUMES = env.int("LIVE_TURN_MAX_RESUMES", default=3)
 # The `retry:` each event stream starts with: how long an EventSource waits before it reconnects.
 LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
+# Event streams (reconnects, GET .../events/) one user may have open in one process; past it 429.
+LIVE_SSE_MAX_STREAMS_PER_USER = env.int("LIVE_SSE_MAX_STREAMS_PER_USER", default=20)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (chat.tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 

@@ -83,6 +83,7 @@ class SchemaView(SpectacularAPIView):
         return super().handle_exception(exc)
 
 
+@csrf_exempt  # read-only probes: another method gets 405, not the CSRF page
 @never_cache
 @require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -91,6 +92,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+@csrf_exempt
 @never_cache
 @require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
@@ -102,6 +104,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
 
 
+@csrf_exempt
 @never_cache
 @require_safe
 def metrics(request: HttpRequest) -> HttpResponse:

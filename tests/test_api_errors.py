@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import uuid
 
 import pytest
@@ -105,11 +106,11 @@ def test_the_schemas_405_is_json(token):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_through_uvicorn_a_20_mb_turn_post_is_a_json_413_and_an_unknown_post_a_json_404(maya):
+def test_through_uvicorn_a_20_mb_or_endless_chunked_post_is_a_json_413_and_an_unknown_post_a_json_404(maya):
     token = Token.objects.create(user=maya).key
     server = ServerProcess({"ANTHROPIC_API_KEY": "test-key"})
     try:
-        answers = {}
+        answers: dict[str, tuple[object, ...]] = {}
         body = json.dumps({"message": "x" * (20 * 1024 * 1024)}).encode()
         for name, (method, url, payload) in {
             "20 MB turn": ("POST", TURNS.format(uuid.uuid4()), body),
@@ -122,11 +123,34 @@ def test_through_uvicorn_a_20_mb_turn_post_is_a_json_413_and_an_unknown_post_a_j
             response = conn.getresponse()
             answers[name] = (response.status, response.getheader("Content-Type"), json.loads(response.read()))
             conn.close()
+        # Chunked (no Content-Length): a small body is parsed, and a big one refused while still being sent.
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        chunks = iter([b'{"message": ', b"12}"])
+        conn.request("POST", TURNS.format(uuid.uuid4()), body=chunks, headers=headers, encode_chunked=True)
+        response = conn.getresponse()
+        answers["chunked"] = (response.status, response.getheader("Content-Type"), json.loads(response.read()))
+        conn.close()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+            head = f"POST {TURNS.format(uuid.uuid4())} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
+            sock.sendall(f"{head}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
+            chunk = b"x" * (1024 * 1024)
+            for _ in range(3):  # 3 MB and no last chunk: the client is still sending
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            reply = b""
+            while b"\r\n\r\n" not in reply:
+                reply += sock.recv(65536)
+            head_bytes, _, body_bytes = reply.partition(b"\r\n\r\n")
+            length = int(head_bytes.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            while len(body_bytes) < length:
+                body_bytes += sock.recv(65536)
+        answers["chunked, endless"] = (head_bytes.partition(b"\r\n")[0], json.loads(body_bytes))
     finally:
         server.stop()
-    limit = 2_621_440  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+    too_big = "The request body is larger than 2621440 bytes."  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
     assert answers == {
-        "20 MB turn": (413, "application/json", {"detail": f"The request body is larger than {limit} bytes."}),
+        "20 MB turn": (413, "application/json", {"detail": too_big}),
         "unknown path": (404, "application/json", {"detail": "Not found."}),
         "unknown path, DELETE": (404, "application/json", {"detail": "Not found."}),
+        "chunked": (400, "application/json", {"message": ["Expected a string."]}),
+        "chunked, endless": (b"HTTP/1.1 413 Request Entity Too Large", {"detail": too_big}),
     }

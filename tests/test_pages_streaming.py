@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pages.markdown import render_answer
-from pages.streaming import Stable, stable_markdown
+from pages.streaming import _MAX_OPEN_ENDS, _OPEN_END, Stable, _open_end_start, stable_markdown
 from tests.markdown_answers import overview_answer
 from tests.test_pages_markdown import Node, span, tree
 
@@ -132,3 +132,27 @@ def test_any_answer_of_common_blocks_shows_each_character_where_the_whole_answer
     for length in range(len(answer) + 1):
         partial = _tight(shown(render_answer(answer[:length], [], account_names={}, partial=True).html))
         assert partial == final[: len(partial)], f"after {answer[:length][-40:]!r}"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="ab1#&<>:*_~`\\! \t.+-\u00e9\u2028\x1c", max_size=14))
+def test_the_open_end_is_where_its_pattern_matches(line):
+    # `_open_end_start` replaces `_OPEN_END.search`, quadratic in a line (a run of markers not at its end).
+    match = _OPEN_END.search(line)
+    assert _open_end_start(line) == (match.start() if match else -1)
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [
+        # As many unfinished links as the bound: each held in turn, down to the text before them.
+        ("Intro\nx " + "[" * _MAX_OPEN_ENDS, Stable("Intro\nx ", 8, 8)),
+        # One more, and the whole line waits (each was a rescan of the line: 100,000 `[` took minutes).
+        ("Intro\nx " + "[" * (_MAX_OPEN_ENDS + 1), Stable("Intro\n", 6, 6)),
+        ("Intro\nx " + "[" * 100_000, Stable("Intro\n", 6, 6)),
+        ("x [a](b)" + "\\!" * 50_000, Stable("", 0, 0)),
+    ],
+    ids=["at the bound", "past it", "100,000", "escapes after a link"],
+)
+def test_a_line_of_only_unfinished_ends_is_held_in_bounded_steps(src, expected):
+    assert stable_markdown(src) == expected

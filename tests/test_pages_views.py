@@ -332,8 +332,14 @@ def test_the_answer_preview_renders_what_has_streamed_so_far(maya_client, maya):
         ('{"answer": "a", "inline_citations": {}}', "inline_citations: expected a list"),
         (json.dumps({"answer": "a" * 262_145}), "answer: longer than 262144 characters"),
         (json.dumps({"answer": "a", "inline_citations": [{}] * 10_001}), "inline_citations: more than 10000"),
+        ("[" * 100_000 + "]" * 100_000, "body: nested too deep"),
+        ('{"answer": "a \\ud800 b"}', "body: a string holds a lone surrogate (U+D800)"),
+        ('{"answer": "a", "inline_citations": [{"title": "\\udfff"}]}', "body: a string holds a lone surrogate"),
     ],
-    ids=["not json", "not an object", "answer not a string", "citations not a list", "too long", "too many"],
+    ids=[
+        *("not json", "not an object", "answer not a string", "citations not a list", "too long", "too many"),
+        *("nested too deep", "lone surrogate in the answer", "lone surrogate in a citation"),
+    ],
 )
 def test_a_bad_preview_body_is_a_400_naming_what_is_wrong(maya_client, body, detail):
     response = maya_client.post("/chat/answer-preview/", body, content_type="application/json")

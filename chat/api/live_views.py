@@ -28,7 +28,7 @@ from chat.live.service import (
     TurnLimitError,
     turn_start,
 )
-from chat.live.streaming import event_stream
+from chat.live.streaming import STREAM_SLOTS, event_stream
 from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
 from citations.uuids import parse_uuid
 
@@ -160,6 +160,7 @@ class TurnEventsView(APIView):
             204: OpenApiResponse(description="The turn ended and the client holds all its events: stop."),
             400: OpenApiResponse(description="Last-Event-ID is not an event id."),
             404: OpenApiResponse(description="Not found."),
+            429: OpenApiResponse(description="The caller has as many streams open as allowed; `Retry-After`."),
         },
     )
     def get(self, request: Request, turn_id: str):
@@ -175,4 +176,12 @@ class TurnEventsView(APIView):
         status, last_seq = turn
         if status not in ACTIVE_STATUSES and int(raw) >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)
-        return sse_response(request._request, turn_uuid, int(raw), view="events")
+        limit = settings.LIVE_SSE_MAX_STREAMS_PER_USER
+        give_back = STREAM_SLOTS.take(request.user.pk, limit)
+        if give_back is None:
+            return _busy(f"You have {limit} answer streams open. Close one and try again.", 429)
+        response = sse_response(request._request, turn_uuid, int(raw), view="events")
+        # Given back when the response is closed: the stream ended or the client left (silvia.asgi closes
+        # every response, a stream that failed midway included).
+        response._resource_closers.append(give_back)  # type: ignore[attr-defined]  # what close() calls
+        return response

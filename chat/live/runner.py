@@ -24,9 +24,12 @@ ends the turn, and `done` carries it.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import threading
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -35,6 +38,7 @@ from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from chat import metrics  # this module loads with the first turn only (tests/test_startup.py)
 from chat.live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
 from chat.live.errors import TurnFailure, failure_from_exception, where_raised
 from chat.live.events import EventWriter, LostTurnError, append_events, encode, sqlite_write_lock, turn_fail
@@ -44,6 +48,7 @@ from chat.models import LiveTurn, LiveTurnStatus
 from chat.services import save_turn
 from chat.tools.registry import configured_tools
 from citations.live_events import (
+    EventName,
     StreamEvent,
     citations_summary_event,
     done_event,
@@ -90,6 +95,8 @@ def model_client() -> anthropic.Anthropic:
                 base_url=settings.ANTHROPIC_BASE_URL,
                 timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
                 max_retries=settings.ANTHROPIC_MAX_RETRIES,
+                # Each attempt's status and the SDK's retries, counted (silvia_model_http_responses_total).
+                http_client=anthropic.DefaultHttpxClient(event_hooks=metrics.model_http_event_hooks()),
             )
         return _clients[key]
 
@@ -103,10 +110,19 @@ class TurnRunner:
         self.tools: dict[str, ToolExecutor] = {tool.name: tool for tool in configured_tools()}
         self.user = get_user_model().objects.get(pk=turn.user_id)
         self.state: TurnState = load_state(turn)
+        # A turn's first text is counted once: not again by a resumed turn that had sent text.
+        self.text_sent = bool(turn.resume_count) and turn.events.filter(event=EventName.TEXT).exists()
+
+    def seconds(self) -> float:
+        """Seconds since the turn's start (its POST): what a user waited, time queued included."""
+        return (timezone.now() - self.turn.created_at).total_seconds()
 
     def emit(self, event: StreamEvent) -> None:
         """Hand one event to the log's writer, which batches them (`EventWriter`); its id comes when written."""
         self.writer.put(event)
+        if event.name == EventName.TEXT and not self.text_sent:
+            self.text_sent = True
+            metrics.first_text(seconds=self.seconds())
 
     def flush(self) -> None:
         """Write the events the writer holds: `state.event_seq` is then the id of the log's last event."""
@@ -198,7 +214,7 @@ class TurnRunner:
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
-        with model_client().messages.create(**request, stream=True) as stream:
+        with _model_request_timed(), model_client().messages.create(**request, stream=True) as stream:
             for raw in stream:
                 for event in step.feed(raw):
                     self.emit(event)
@@ -235,6 +251,7 @@ class TurnRunner:
         try:
             output = future.result(timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)
         except concurrent.futures.TimeoutError:
+            metrics.tool_timed_out(tool=name)
             return {**result, "is_error": True, "content": f"{name} timed out"}
         except ToolError as error:
             return {**result, "is_error": True, "content": error.reason or f"{name} failed"}
@@ -299,6 +316,7 @@ class TurnRunner:
             logger.warning("turn %s: the finished turn was refused at %s", self.turn.id, error.path)
             raise TurnFailure("internal_error", "This answer could not be saved. Please try again.") from None
         self.state.event_seq += len(final)
+        metrics.turn_finished(outcome="done", seconds=self.seconds())
         for kind, count in assembled.skipped_citations.items():
             logger.info("turn %s: skipped %d citation(s) of type %s", self.turn.id, count, kind)
 
@@ -311,7 +329,25 @@ class TurnRunner:
         except Exception as error:
             logger.warning("turn %s: its events could not be written (%s)", self.turn.id, type(error).__name__)
         # The checkpoint stays, for inspection in the admin.
-        turn_fail(self.turn.id, kind=failure.kind, message=failure.message, token=self.token)
+        if turn_fail(self.turn.id, kind=failure.kind, message=failure.message, token=self.token):
+            metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=self.seconds())
+
+
+@contextlib.contextmanager
+def _model_request_timed() -> Iterator[None]:
+    """One model step's request in `silvia_model_request_seconds`: `ok`, or the failure's kind."""
+    started, outcome = time.perf_counter(), "ok"
+    try:
+        yield
+    except LostTurnError:
+        outcome = ""  # another worker took the turn: this one stopped reading, the model did not fail
+        raise
+    except Exception as error:
+        outcome = failure_from_exception(error).kind
+        raise
+    finally:
+        if outcome:
+            metrics.model_request(seconds=time.perf_counter() - started, outcome=outcome)
 
 
 def _run_tool_in_thread(tool: ToolExecutor, tool_input: dict[str, Any], user: Any) -> dict[str, Any]:
@@ -323,13 +359,17 @@ def _run_tool_in_thread(tool: ToolExecutor, tool_input: dict[str, Any], user: An
 
 def run_turn(turn_id: uuid.UUID, token: uuid.UUID) -> None:
     """Run a claimed turn to its end (stored, failed, or taken over by another worker). Never raises."""
+    turn: LiveTurn | None = None
     try:
         turn = LiveTurn.objects.get(pk=turn_id)
         TurnRunner(turn, token).run()
     except Exception as error:
         logger.error("turn %s: the worker stopped: %s", turn_id, where_raised(error))
         try:  # never a turn left running by a crash of its runner
-            turn_fail(turn_id, kind="internal_error", message=TurnFailure("internal_error").message, token=token)
+            failure = TurnFailure("internal_error")
+            if turn_fail(turn_id, kind=failure.kind, message=failure.message, token=token) and turn is not None:
+                seconds = (timezone.now() - turn.created_at).total_seconds()
+                metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=seconds)
         except Exception as again:
             logger.error("turn %s: could not be marked failed (%s)", turn_id, type(again).__name__)
     finally:

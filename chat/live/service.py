@@ -138,6 +138,7 @@ def _fail_queued(turn_id: uuid.UUID, kind: str, message: str) -> None:
             status=LiveTurnStatus.FAILED, error=event.data["error"], last_seq=seq, finished_at=timezone.now()
         )
         notify_commit(turn_id)
+    _count_failed(turn, kind)
 
 
 def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
@@ -166,8 +167,15 @@ def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
             logger.info("turn %s taken over from a stopped worker", turn_id)
             return token
     logger.warning("turn %s: its workers stopped %d times; it fails", turn_id, turn.resume_count + 1)
-    turn_fail(turn_id, kind="interrupted", message="This answer was interrupted too many times. Please try again.")
+    if turn_fail(turn_id, kind="interrupted", message="This answer was interrupted too many times. Please try again."):
+        _count_failed(turn, "interrupted")
     return None
+
+
+def _count_failed(turn: LiveTurn, kind: str) -> None:
+    from chat import metrics  # with the first failure, not at start-up (docs/metrics.md)
+
+    metrics.turn_finished(outcome="failed", error_type=kind, seconds=(timezone.now() - turn.created_at).total_seconds())
 
 
 def turns_orphaned_requeue() -> int:

@@ -14,9 +14,10 @@ PostgreSQL a wake-up's `NOTIFY` usually carries the new events
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -26,7 +27,7 @@ from chat.live.listener import ensure_listener
 from chat.models import ACTIVE_STATUSES, LiveTurn
 from citations.live_events import FINAL_EVENTS
 
-__all__ = ["event_stream"]
+__all__ = ["STREAM_SLOTS", "StreamSlots", "event_stream"]
 
 KEEPALIVE = b": keep-alive\n\n"
 BATCH = 1000  # events read at most per query
@@ -135,3 +136,39 @@ async def async_stream(turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
 def event_stream(turn_id: uuid.UUID, after: int, *, asynchronous: bool) -> Iterator[bytes] | AsyncIterator[bytes]:
     """SSE frames of the turn's events after id `after`, following the turn live until `done`/`error`."""
     return async_stream(turn_id, after) if asynchronous else sync_stream(turn_id, after)
+
+
+class StreamSlots:
+    """Each user's open event streams in this process, capped (`LIVE_SSE_MAX_STREAMS_PER_USER`,
+    docs/live.md#admission): every open stream reads the log at each of its turn's events, so one
+    user's thousands of reconnects would make every other user's requests wait for the pool."""
+
+    def __init__(self) -> None:
+        self._open: dict[object, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, user_id: object, limit: int) -> Callable[[], None] | None:
+        """One more stream for `user_id`: the function that gives its slot back (once; later calls do
+        nothing), or None when the user already has `limit` open."""
+        with self._lock:
+            if self._open.get(user_id, 0) >= limit:
+                return None
+            self._open[user_id] = self._open.get(user_id, 0) + 1
+        given_back = False
+
+        def give_back() -> None:
+            nonlocal given_back
+            with self._lock:
+                if given_back:
+                    return
+                given_back = True
+                left = self._open[user_id] - 1
+                if left:
+                    self._open[user_id] = left
+                else:
+                    del self._open[user_id]
+
+        return give_back
+
+
+STREAM_SLOTS = StreamSlots()
