@@ -12,8 +12,9 @@ import logging
 import os
 import re
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import TracebackType
+from typing import Any
 
 # Records of `django.db.backends` (and `.schema`) carry the statement in
 # `sql` and its values in `params`. The SQL text itself holds the values too
@@ -27,8 +28,10 @@ _STATEMENT = re.compile(
 _HTTP_CLIENT_LOGGERS = frozenset({"anthropic", "httpx", "httpcore"})
 _URLISH = re.compile(r"^(?:[A-Z]+ )?/")
 _QUERY = re.compile(r"\?[^\s\"]*")
-# `/accounts/<segment>`: the pages put an account id in the path (docs/privacy.md and docs/pages.md).
-_ACCOUNT_SEGMENT = re.compile(r"/accounts/[^/\s?\"]+")
+_PATH = re.compile(r"^((?:[A-Z]+ )?)(/[^\s?\"]*)")
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>[^)]*\)")
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+_route_words: dict[str, frozenset[str]] = {}  # by ROOT_URLCONF
 _ACCESS_LOGGERS = ("uvicorn.access", "django.server")
 _PROBES = ("/healthz", "/readyz")
 
@@ -49,7 +52,7 @@ class PrivacyFilter(logging.Filter):
     - SQL debug records: the message becomes `(seconds) VERB "table"; alias=…`;
       `sql` and `params` keep only that too.
     - Any string argument that is a path or request line (`/a?b`, `GET /a?b HTTP/1.1`):
-      the query string becomes `?…` and `/accounts/<id>` becomes `/accounts/…`.
+      the query string becomes `?…`, and each path segment that is no word of the routes `…` (`redact_url`).
     Drops the DEBUG records of HTTP clients (whole requests); otherwise
     returns True (it redacts).
     """
@@ -103,11 +106,70 @@ def redact_url(text: str) -> str:
     """`GET /a?q=secret HTTP/1.1` -> `GET /a?… HTTP/1.1`; `/accounts/<id>/x` -> `/accounts/…/x`.
 
     Only a string that starts with a path (optionally after an HTTP method) is
-    touched; any other string is returned unchanged.
+    touched; any other string is returned unchanged. In the path, a segment
+    stays only when it is a word of the URL routes (`api`, `sessions`,
+    `accounts`, ...) or a number; any other becomes `…`, ids included (an
+    account id can be a UUID too), so an account id stays out however it got
+    into a path (the account pages' `/accounts/<id>`, a mistyped
+    `/ACCOUNTS/<id>`, `/api/chat/sessions/<id>`). Paths under `STATIC_URL`
+    stay whole.
     """
     if not _URLISH.match(text):
         return text
-    return _ACCOUNT_SEGMENT.sub("/accounts/…", _QUERY.sub("?…", text))
+    text = _QUERY.sub("?…", text)
+    match = _PATH.match(text)
+    if match is None:
+        return text
+    method, path = match.groups()
+    return method + _redact_path(path) + text[match.end() :]
+
+
+def _redact_path(path: str) -> str:
+    static = _static_prefix()
+    if static and path.startswith(static):
+        return path
+    words = _known_route_words()
+    return "/".join(
+        segment if not segment or segment in words or segment.isdigit() else "…" for segment in path.split("/")
+    )
+
+
+def _static_prefix() -> str | None:
+    try:
+        from django.conf import settings
+
+        return settings.STATIC_URL
+    except Exception:  # settings not configured: nothing is static
+        return None
+
+
+def _known_route_words() -> frozenset[str]:
+    """The literal words of the URL routes (`admin/chat/chatlog/` -> admin, chat, chatlog), read from the
+    resolver once per URLconf; while it cannot be loaded yet, none (every segment but a number is masked)."""
+    try:
+        from django.conf import settings
+        from django.urls import get_resolver
+
+        urlconf = settings.ROOT_URLCONF
+        if urlconf not in _route_words:
+            words: set[str] = set()
+            _collect_route_words(get_resolver(urlconf).url_patterns, words)
+            _route_words[urlconf] = frozenset(words)
+        return _route_words[urlconf]
+    except Exception:
+        return frozenset()
+
+
+def _collect_route_words(patterns: Iterable[Any], words: set[str]) -> None:
+    for entry in patterns:
+        words.update(_WORD.findall(_without_converters(_NAMED_GROUP.sub("", str(entry.pattern)))))
+        if hasattr(entry, "url_patterns"):
+            _collect_route_words(entry.url_patterns, words)
+
+
+def _without_converters(route: str) -> str:
+    """`sessions/<uuid:pk>/` -> `sessions//`: a converter's name is no word of the path."""
+    return re.sub(r"<[^>]*>", "", route)
 
 
 def redact_request_line(line: str) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.uvicorn_server import uvicorn_server
 
-LINE = '"GET /no-such-page HTTP/1.1" 404'
+LINE = '"GET /… HTTP/1.1" 404'  # a path the routes do not know is masked (it could hold an account id)
 
 
 @pytest.mark.parametrize(
@@ -36,5 +36,5 @@ def test_the_access_log_is_on_by_default_and_can_be_turned_off(tmp_path, env, ar
             urllib.request.urlopen(f"{server.url}/no-such-page", timeout=10)
         assert answer.value.code == 404
     output = server.output()
-    assert "Not Found: /no-such-page" in output  # Django's warning: the server did log, and was read
+    assert "Not Found: /…" in output  # Django's warning: the server did log, and was read
     assert (LINE in output) is logged

@@ -11,6 +11,7 @@ from django.db import IntegrityError
 from silvia.log_filters import PrivacyFilter, QuietHealthCheck, redact_url, statement_summary
 
 ACCOUNT = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
+SESSION = "3f2b6a2e-8b1c-4f5e-9d7a-1b2c3d4e5f60"
 
 
 @pytest.mark.parametrize(
@@ -18,10 +19,22 @@ ACCOUNT = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
     [
         (f"GET /admin/chat/chatlog/?q={ACCOUNT} HTTP/1.1", "GET /admin/chat/chatlog/?… HTTP/1.1"),
         ("GET /api/chat/sessions/ HTTP/1.1", "GET /api/chat/sessions/ HTTP/1.1"),
-        ("/a?x=1&y=2", "/a?…"),
+        ("/chat/?x=1&y=2", "/chat/?…"),
         (f"/accounts/{ACCOUNT}", "/accounts/…"),
         (f"/accounts/{ACCOUNT}/history?x=1", "/accounts/…/history?…"),
         ("Is this a question?", "Is this a question?"),
+        # A segment the routes did not write is masked, wherever the account id was typed (issue 20's red team).
+        (f"GET /ACCOUNTS/{ACCOUNT} HTTP/1.1", "GET /…/… HTTP/1.1"),
+        (f"GET /api/chat/sessions/{ACCOUNT}/ HTTP/1.1", "GET /api/chat/sessions/…/ HTTP/1.1"),
+        (f"POST /api/chat/sessions/{ACCOUNT}/turns/ HTTP/1.1", "POST /api/chat/sessions/…/turns/ HTTP/1.1"),
+        (f"GET /chat/{ACCOUNT}/ HTTP/1.1", "GET /chat/…/ HTTP/1.1"),
+        (f"GET /{ACCOUNT} HTTP/1.1", "GET /… HTTP/1.1"),
+        # Ids too: an account id can be a UUID, as sessions' and turns' are. Numbers and static files stay.
+        (f"GET /accounts/{SESSION} HTTP/1.1", "GET /accounts/… HTTP/1.1"),
+        (f"GET /api/chat/turns/{SESSION}/events?after=3 HTTP/1.1", "GET /api/chat/turns/…/events?… HTTP/1.1"),
+        ("GET /admin/r/12/34/ HTTP/1.1", "GET /admin/r/12/34/ HTTP/1.1"),
+        ("GET /static/pages/pages.0123abcd.css HTTP/1.1", "GET /static/pages/pages.0123abcd.css HTTP/1.1"),
+        ("GET /favicon.ico HTTP/1.1", "GET /favicon.ico HTTP/1.1"),
     ],
 )
 def test_redact_url(text, expected):
