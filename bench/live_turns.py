@@ -151,6 +151,55 @@ def _get(port: int, path: str, token: str) -> float:
     return elapsed
 
 
+class CpuMeter:
+    """CPU seconds (user + system) spent by each kind of process: this bench, the webs, the workers, PostgreSQL.
+
+    Read from `/proc/<pid>/stat` (Linux; elsewhere nothing is reported). This
+    process is the harness: the clients and the recorded model, which stand
+    for remote browsers and a remote API, so their CPU is not the service's.
+    PostgreSQL is the backends connected to the scratch database, found in
+    `pg_stat_activity` at each reading (pooled connections outlive a level).
+    """
+
+    def __init__(self, webs: list[Any], workers: list[Any], postgres: bool) -> None:
+        self.groups = {"web": [w.process.pid for w in webs], "worker": [w.process.pid for w in workers]}
+        self.postgres = postgres
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.available = Path("/proc/self/stat").exists()
+
+    def _pid_cpu(self, pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / self.tick
+
+    def read(self) -> dict[str, Any]:
+        """Per kind, `{pid: CPU seconds}` now (PostgreSQL's backends of the scratch database)."""
+        if not self.available:
+            return {}
+        readings = {kind: {pid: self._pid_cpu(pid) for pid in pids} for kind, pids in self.groups.items()}
+        times = os.times()
+        readings["bench"] = {os.getpid(): times.user + times.system}
+        if self.postgres:
+            from django.db import connection
+
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                readings["postgres"] = {pid: self._pid_cpu(pid) for (pid,) in cursor.fetchall()}
+        return readings
+
+    @staticmethod
+    def spent(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
+        """CPU seconds per kind between two readings (a backend that started meanwhile counts from 0)."""
+        return {
+            kind: sum(cpu - before.get(kind, {}).get(pid, 0.0) for pid, cpu in pids.items())
+            for kind, pids in after.items()
+        }
+
+
 def _run_streams(streams: list[Stream]) -> None:
     threads = [threading.Thread(target=s.run) for s in streams]
     for thread in threads:
@@ -257,6 +306,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         errors: dict[int, int] = dict.fromkeys(args.levels, 0)
         idle: list[float] = []
         loaded: list[float] = []
+        meter = CpuMeter(webs, workers, postgres=not args.sqlite)
+        cpu: dict[int, dict[str, float]] = {n: {} for n in args.levels}
         for round_index in range(args.rounds):
             for level in args.levels:
                 idle.extend(_get(webs[0].port, get_path, tokens[0]) for _ in range(20))
@@ -270,9 +321,13 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
 
                 probe = threading.Thread(target=getter)
                 probe.start()
+                before = meter.read()
                 _run_streams(streams)
+                spent = meter.spent(before, meter.read())
                 stop.set()
                 probe.join()
+                for kind, seconds in spent.items():
+                    cpu[level][kind] = cpu[level].get(kind, 0.0) + seconds
                 ok = [s for s in streams if s.ok]
                 errors[level] += len(streams) - len(ok)
                 if ok:
@@ -291,6 +346,12 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
                 f"{ms(statistics.median(d))} ({ms(min(d)).strip()}-{ms(max(d)).strip()}) "
                 f"{statistics.median(d) / single:>9.2f}x {errors[level]:>5}"
             )
+        if any(cpu.values()):
+            kinds = ("worker", "web", "postgres", "bench")
+            print(f"\nCPU ms per turn {'':>5} " + " ".join(f"{k:>9}" for k in kinds) + "   (bench: clients + model)")
+            for level in args.levels:
+                turns = level * args.rounds
+                print(f"{level:>20} " + " ".join(f"{cpu[level].get(k, 0.0) * 1000 / turns:9.1f}" for k in kinds))
         idle_p99, load_p99 = pct(idle, 0.99), pct(loaded, 0.99)
         print(
             f"GET another session: idle p99 {ms(idle_p99)} ({len(idle)}), under load p99 {ms(load_p99)} "

@@ -42,6 +42,9 @@ logger = logging.getLogger("silvia.worker")
 
 @signals.worker_ready.connect
 def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
+    # The turn runner (and the SDK with it, about a second of imports) is loaded now, not by
+    # the first turn this worker takes.
+    import chat.live.runner  # noqa: F401
     from chat.live.configured import warn_if_no_model
     from chat.live.service import turns_orphaned_requeue
 

@@ -281,6 +281,9 @@ ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
 LIVE_TURN_MAX_STEPS = env.int("LIVE_TURN_MAX_STEPS", default=8)
 LIVE_TURN_MESSAGE_MAX_CHARS = env.int("LIVE_TURN_MESSAGE_MAX_CHARS", default=20000)
 LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
+# A worker writes a turn's events in batches at most this often (consecutive text merged): one
+# transaction and one NOTIFY per batch; 0 writes each event on its own (docs/live.md).
+LIVE_TURN_FLUSH_SECONDS = env.float("LIVE_TURN_FLUSH_SECONDS", default=0.05)
 # How often a stream re-reads the event log when no wake-up came (SQLite across processes).
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
 # A stream with nothing to send (a queued turn, a slow model) sends an SSE comment this often.

@@ -17,17 +17,20 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
-from citations.live_events import StreamEvent, error_event
+from citations.live_events import EventName, StreamEvent, error_event, text_event
 from citations.text import storable_json
 
 __all__ = [
@@ -129,7 +132,7 @@ def append_events(
         if not updated:
             raise LostTurnError(str(turn_id))
         LiveTurnEvent.objects.bulk_create(rows)
-        notify_commit(turn_id)
+        notify_commit(turn_id, [(row.seq, row.event, row.data) for row in rows])
     return last
 
 
@@ -146,31 +149,123 @@ def release_connection() -> None:
 
 
 class EventWriter:
-    """Appends a worker's events from the turn's own thread, each in the log before `put` returns.
+    """Appends a worker's events to the log in small batches, from the turn's own thread.
 
-    No thread of its own, and no connection kept between events: each append
-    borrows one from the pool and gives it back, so a running turn holds a
-    database connection only while it writes
-    (docs/deploying.md#database-connections). `put` raises `LostTurnError`
-    when another worker took the turn over; `flush` and `close` are no-ops
-    kept for the runner's loop (every `put` is durable).
+    Consecutive `text` events are merged into one before the batch is written
+    (and before the merged event gets its id), so the log, and every client,
+    holds the merged event. A batch is written at most every `interval`
+    seconds (`LIVE_TURN_FLUSH_SECONDS`): an event that comes after a quiet
+    spell (the first text of a step) is written at once; the others wait for
+    the next write, done by the turn's thread when its next event comes, or
+    by this process's flusher thread when the model goes quiet first. One
+    transaction, one `INSERT` and one `NOTIFY` per batch.
+
+    No connection is kept between batches: each borrows one from the pool and
+    gives it back, so a running turn holds a database connection only while
+    it writes (docs/deploying.md#database-connections). An event still held
+    is in no log and was sent to no one: a worker that dies loses only what
+    no client has read. `put` and `flush` raise `LostTurnError` when another
+    worker took the turn over, and any error of a batch the flusher wrote.
+    `written` is the id of the last event in the log.
     """
 
-    def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int) -> None:
+    def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int, interval: float | None = None) -> None:
         self.turn_id, self.token, self.written = turn_id, token, after
+        self.interval = settings.LIVE_TURN_FLUSH_SECONDS if interval is None else interval
+        self._pending: list[StreamEvent] = []
+        self._lock = threading.Lock()
+        self._last_write = -math.inf
+        self._error: BaseException | None = None
+        if self.interval > 0:
+            _flusher.add(self)
 
-    def put(self, event: str, data: str, finish: dict[str, Any] | None = None) -> None:
-        """Append event `event` with its encoded `data` (`encode`); `finish` as in `append_event`."""
-        try:
-            self.written = append_events(self.turn_id, self.token, [(event, data)], after=self.written, finish=finish)
-        finally:
-            release_connection()
+    def put(self, event: StreamEvent) -> None:
+        """Hold `event` for the next batch (merged into the held `text` before it), writing the batch when due."""
+        with self._lock:
+            self._raise_error()
+            pending = self._pending
+            if pending and event.name == EventName.TEXT and pending[-1].name == EventName.TEXT:
+                pending[-1] = text_event(pending[-1].data["text"] + event.data["text"])
+            else:
+                pending.append(event)
+            if time.monotonic() - self._last_write >= self.interval:
+                self._write()
 
     def flush(self) -> None:
-        """Nothing waits: every event is written by `put`."""
+        """Write the events held now (before a checkpoint, the final events, or a `rewind` that names an id)."""
+        with self._lock:
+            self._raise_error()
+            if self._pending:
+                self._write()
+
+    def flush_due(self, now: float) -> None:
+        """The flusher's call: write the held events once `interval` passed since the last batch."""
+        if not self._lock.acquire(blocking=False):
+            return  # the turn's thread is writing
+        try:
+            if self._pending and self._error is None and now - self._last_write >= self.interval:
+                try:
+                    self._write()
+                except BaseException as error:  # the turn's thread raises it at its next event
+                    self._error = error
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
-        """Nothing to release: the turn's thread keeps its connection until the task ends."""
+        """The turn is over: the flusher forgets this writer (events still held are dropped)."""
+        _flusher.discard(self)
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _write(self) -> None:
+        events, self._pending = self._pending, []
+        try:
+            self.written = append_events(
+                self.turn_id, self.token, [(event.name, encode(event)) for event in events], after=self.written
+            )
+        finally:
+            self._last_write = time.monotonic()
+            release_connection()
+
+
+class _Flusher:
+    """One thread per process writing the batches of turns whose model went quiet (`EventWriter.flush_due`)."""
+
+    def __init__(self) -> None:
+        self._writers: set[EventWriter] = set()
+        self._lock = threading.Lock()
+        self._busy = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, writer: EventWriter) -> None:
+        with self._lock:
+            self._writers.add(writer)
+            self._busy.set()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="live-turn-flusher", daemon=True)
+                self._thread.start()
+
+    def discard(self, writer: EventWriter) -> None:
+        with self._lock:
+            self._writers.discard(writer)
+            if not self._writers:
+                self._busy.clear()
+
+    def _run(self) -> None:
+        while True:
+            self._busy.wait()
+            with self._lock:
+                writers = list(self._writers)
+            tick = min((writer.interval for writer in writers), default=0.05) / 4
+            now = time.monotonic()
+            for writer in writers:
+                writer.flush_due(now)
+            time.sleep(tick)
+
+
+_flusher = _Flusher()
 
 
 def turn_fail(turn_id: uuid.UUID, *, kind: str, message: str, token: uuid.UUID | None = None) -> bool:
@@ -229,12 +324,46 @@ def sqlite_write_lock() -> Iterator[None]:
         yield
 
 
-def notify_commit(turn_id: uuid.UUID) -> None:
-    """Wake every tail of `turn_id` once the current transaction commits."""
+def notify_commit(turn_id: uuid.UUID, rows: list[tuple[int, str, str]] | None = None) -> None:
+    """Wake every tail of `turn_id` once the current transaction commits.
+
+    On PostgreSQL the `NOTIFY` payload is the turn id, followed by `rows`
+    (`(seq, event, data)`, the events this transaction appends) one per line
+    when they fit in a payload (`notify_payload`): a web process's tails then
+    send them without reading the log (`Notifier.take`).
+    """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, str(turn_id)])
+            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, notify_payload(turn_id, rows)])
     transaction.on_commit(lambda: notifier.notify(str(turn_id)))
+
+
+#: PostgreSQL refuses a NOTIFY payload of 8000 bytes or more.
+MAX_PAYLOAD_BYTES = 7900
+
+
+def notify_payload(turn_id: uuid.UUID, rows: list[tuple[int, str, str]] | None) -> str:
+    """`<turn id>`, then `<seq> <event> <data>` per event, one a line (the JSON `data` holds no raw newline).
+
+    The turn id alone when there are no rows or they do not fit: the tails read the log.
+    """
+    if rows:
+        payload = "\n".join([str(turn_id), *(f"{seq} {event} {data}" for seq, event, data in rows)])
+        if len(payload) <= MAX_PAYLOAD_BYTES // 4 or len(payload.encode()) <= MAX_PAYLOAD_BYTES:
+            return payload
+    return str(turn_id)
+
+
+def parse_payload(payload: str) -> tuple[str, list[tuple[int, str, str]] | None]:
+    """A `notify_payload`: the turn id and its events (None when it names none)."""
+    turn_id, _, lines = payload.partition("\n")
+    if not lines:
+        return turn_id, None
+    rows = []
+    for line in lines.split("\n"):
+        seq, event, data = line.split(" ", 2)
+        rows.append((int(seq), event, data))
+    return turn_id, rows
 
 
 def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
@@ -248,43 +377,90 @@ def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[t
 
 
 class Notifier:
-    """In-process wake-ups per turn: a version counter plus waiting threads and event loops."""
+    """In-process wake-ups per turn: a version counter plus waiting threads and event loops.
+
+    For the turns a stream of this process follows (`watch`), it also keeps
+    the events the `NOTIFY` payloads carried (the last `KEPT` of each turn,
+    always consecutive), so a tail sends them without reading the log
+    (`take`). A wake-up without events (no payload, an in-process commit)
+    drops what is kept: the tails read the log.
+    """
+
+    KEPT = 256
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._versions: dict[str, int] = {}
         self._async: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._watchers: dict[str, int] = {}
+        self._events: dict[str, list[tuple[int, str, str]]] = {}
 
     def version(self, turn_id: str) -> int:
         with self._lock:
             return self._versions.get(turn_id, 0)
 
-    def notify(self, turn_id: str) -> None:
+    def watching(self, turn_id: str) -> bool:
+        return turn_id in self._watchers
+
+    def watch(self, turn_id: str) -> None:
+        """A stream of this process follows `turn_id`: keep the events notifications carry."""
+        with self._lock:
+            self._watchers[turn_id] = self._watchers.get(turn_id, 0) + 1
+
+    def unwatch(self, turn_id: str) -> None:
+        with self._lock:
+            left = self._watchers.get(turn_id, 0) - 1
+            if left > 0:
+                self._watchers[turn_id] = left
+            else:
+                self._watchers.pop(turn_id, None)
+                self._events.pop(turn_id, None)
+
+    def take(self, turn_id: str, after: int) -> list[tuple[int, str, str]] | None:
+        """The kept events after id `after` ([] when none is newer), or None when the log must be read
+        (nothing kept, or the kept events start after `after + 1`)."""
+        with self._lock:
+            kept = self._events.get(turn_id)
+            if not kept or kept[0][0] > after + 1:
+                return None
+            return [row for row in kept if row[0] > after]
+
+    def notify(self, turn_id: str, rows: list[tuple[int, str, str]] | None = None) -> None:
         with self._lock:
             self._versions[turn_id] = self._versions.get(turn_id, 0) + 1
+            if turn_id in self._watchers:
+                kept = self._events.get(turn_id)
+                if rows is None:
+                    self._events.pop(turn_id, None)
+                elif kept and kept[-1][0] + 1 == rows[0][0]:
+                    kept.extend(rows)
+                    del kept[: -self.KEPT]
+                else:
+                    self._events[turn_id] = list(rows[-self.KEPT :])
             waiters = list(self._async.get(turn_id, ()))
             self._cond.notify_all()
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
 
-    def wait(self, turn_id: str, seen: int, timeout: float) -> None:
-        """Block until `turn_id` moves past version `seen` or `timeout` seconds pass."""
+    def wait(self, turn_id: str, seen: int, timeout: float) -> bool:
+        """Block until `turn_id` moves past version `seen` or `timeout` seconds pass; whether it moved."""
         with self._cond:
-            self._cond.wait_for(lambda: self._versions.get(turn_id, 0) != seen, timeout=timeout)
+            return self._cond.wait_for(lambda: self._versions.get(turn_id, 0) != seen, timeout=timeout)
 
-    async def wait_async(self, turn_id: str, seen: int, timeout: float) -> None:
+    async def wait_async(self, turn_id: str, seen: int, timeout: float) -> bool:
         """`wait` for an event loop: no thread is held while waiting."""
         event = asyncio.Event()
         key = (asyncio.get_running_loop(), event)
         with self._lock:
             if self._versions.get(turn_id, 0) != seen:
-                return
+                return True
             self._async.setdefault(turn_id, set()).add(key)
         try:
             await asyncio.wait_for(event.wait(), timeout)
+            return True
         except TimeoutError:
-            pass
+            return False
         finally:
             with self._lock:
                 waiting = self._async.get(turn_id)

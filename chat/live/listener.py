@@ -1,9 +1,12 @@
 """PostgreSQL `LISTEN` for live turns: one connection per server process.
 
-Workers `NOTIFY silvia_live_turns, '<turn id>'` in the transaction that
-appends an event (`chat.live.events.append_event`); this thread forwards each
-notification to the in-process notifier, so a stream served by any process
-wakes within milliseconds. On SQLite there is no listener: tails poll.
+Workers `NOTIFY silvia_live_turns` in the transaction that appends events
+(`chat.live.events.append_events`), the payload being the turn id, then the
+events one a line when they fit (`chat.live.events.notify_payload`). This
+thread forwards each notification to the in-process notifier (with its
+events, for a turn that a stream of this process follows), so a stream
+served by any process wakes within milliseconds and sends those events
+without reading the log. On SQLite there is no listener: tails poll.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import threading
 import psycopg
 from django.db import connections
 
-from chat.live.events import NOTIFY_CHANNEL, notifier
+from chat.live.events import NOTIFY_CHANNEL, notifier, parse_payload
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +60,11 @@ def _listen_forever(params: dict) -> None:
                 conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                 while not _stop.is_set():
                     for note in conn.notifies(timeout=0.5):
-                        notifier.notify(note.payload)
+                        turn_id = note.payload.partition("\n")[0]
+                        if notifier.watching(turn_id):  # the events matter only to a stream here
+                            notifier.notify(*parse_payload(note.payload))
+                        else:
+                            notifier.notify(turn_id)
         except Exception:  # a lost connection: tails still poll meanwhile
             logger.warning("live turn listener lost its connection; reconnecting", exc_info=True)
             _stop.wait(1)

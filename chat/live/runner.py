@@ -118,12 +118,16 @@ class TurnRunner:
         return (timezone.now() - self.turn.created_at).total_seconds()
 
     def emit(self, event: StreamEvent) -> None:
-        """Queue one event for the log; it is encoded here, so whatever it holds, it can be written."""
-        self.writer.put(event.name, encode(event))
-        self.state.event_seq += 1
+        """Hand one event to the log's writer, which batches them (`EventWriter`); its id comes when written."""
+        self.writer.put(event)
         if event.name == EventName.TEXT and not self.text_sent:
             self.text_sent = True
             metrics.first_text(seconds=self.seconds())
+
+    def flush(self) -> None:
+        """Write the events the writer holds: `state.event_seq` is then the id of the log's last event."""
+        self.writer.flush()
+        self.state.event_seq = self.writer.written
 
     def run(self) -> None:
         # Ids go on after the highest id ever sent (docs/live.md#rewind).
@@ -172,6 +176,7 @@ class TurnRunner:
         A `tool_use` cut off at `max_tokens` is asked again once with twice
         the tokens; what the cut step streamed is rewound first.
         """
+        self.flush()  # the id a rewind of this step goes back to
         before, seq_before = self.state.assembler.copy(), self.state.event_seq
         max_tokens = settings.ANTHROPIC_MAX_TOKENS
         for attempt in (1, 2):
@@ -185,6 +190,7 @@ class TurnRunner:
             )
             max_tokens *= 2
             self.state.assembler = before.copy()
+            self.flush()
             if self.state.event_seq > seq_before:
                 self.emit(rewind_event(to=seq_before, answer=before.answer))
         if self.state.assembler.replaced:
@@ -227,7 +233,7 @@ class TurnRunner:
             ]
             self.state.messages.append({"role": "user", "content": results})
         self.state.step += 1
-        self.writer.flush()  # the checkpoint's eventSeq must be in the log
+        self.flush()  # the checkpoint's eventSeq must be in the log
         save_checkpoint(self.turn.id, self.token, self.state)
 
     def run_tool(self, block: dict[str, Any], problem: str | None = None) -> dict[str, Any]:
@@ -277,7 +283,7 @@ class TurnRunner:
         }
         assembled = self.state.assembler.result()
         stop_reason = str(message.get("stop_reason"))
-        self.writer.flush()  # every event before these is in the log
+        self.flush()  # every event before these is in the log
         try:
             with sqlite_write_lock(), transaction.atomic():
                 saved = save_turn(record, user=self.user, assembled=assembled)

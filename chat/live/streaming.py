@@ -7,7 +7,9 @@ async generator for ASGI (no thread held while waiting), a plain generator
 for WSGI (runserver, `live_server`): Django buffers whole any iterator of
 the other kind. A queued turn's stream sends `turn` at once, then
 keep-alives until a worker takes it. A stream holds no database connection
-while it waits: each read borrows one from the pool and returns it.
+while it waits: each read borrows one from the pool and returns it. On
+PostgreSQL a wake-up's `NOTIFY` usually carries the new events
+(`chat.live.events.notify_payload`): those are sent without reading the log.
 """
 
 from __future__ import annotations
@@ -63,52 +65,72 @@ def sync_stream(turn_id: uuid.UUID, after: int) -> Iterator[bytes]:
     """The WSGI variant: blocks a thread per stream."""
     key, idle_since, wait = str(turn_id), time.monotonic(), _wait_seconds()
     yield format_retry(settings.LIVE_SSE_RETRY_MS)
-    while True:
-        seen = notifier.version(key)
-        rows, over = _poll(turn_id, after)
-        if rows:
-            data, after, final = _frames(rows)
-            yield data
-            if final:
+    notifier.watch(key)
+    try:
+        woken = False
+        while True:
+            seen = notifier.version(key)
+            # The events the wake-up's NOTIFY carried; the log is read at the start, after a
+            # wake-up that carried none, and after a wait that timed out (a turn can end with
+            # its status alone, and a listener that lost its connection lost notifications).
+            rows, over = (notifier.take(key, after) if woken else None), False
+            if rows is None:
+                rows, over = _poll(turn_id, after)
+            if rows:
+                data, after, final = _frames(rows)
+                yield data
+                if final:
+                    return
+                idle_since = time.monotonic()
+                if len(rows) == BATCH:
+                    continue  # a replay: the next rows are there already
+            elif over:
                 return
-            idle_since = time.monotonic()
-            if len(rows) == BATCH:
-                continue  # a replay: the next rows are there already
-        elif over:
-            return
-        elif time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
-            yield KEEPALIVE
-            idle_since = time.monotonic()
-        # Read again only once woken (or at the timeout): a notification that came
-        # during the read moved the version past `seen`, so this returns at once.
-        notifier.wait(key, seen, wait)
+            elif time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
+                yield KEEPALIVE
+                idle_since = time.monotonic()
+            # Read again only once woken (or at the timeout): a notification that came
+            # during the read moved the version past `seen`, so this returns at once.
+            woken = notifier.wait(key, seen, wait)
+    finally:
+        notifier.unwatch(key)
 
 
 async def async_stream(turn_id: uuid.UUID, after: int) -> AsyncIterator[bytes]:
-    """The ASGI variant: waits on the event loop, reads the log in a worker thread."""
+    """The ASGI variant: waits on the event loop, reads the log in a worker thread (when it must)."""
     poll = sync_to_async(_poll, thread_sensitive=False)
     key, idle_since = str(turn_id), time.monotonic()
     wait = await sync_to_async(_wait_seconds, thread_sensitive=False)()
     yield format_retry(settings.LIVE_SSE_RETRY_MS)
-    while True:
-        seen = notifier.version(key)
-        rows, over = await poll(turn_id, after)
-        if rows:
-            data, after, final = _frames(rows)
-            yield data
-            if final:
+    notifier.watch(key)
+    try:
+        woken = False
+        while True:
+            seen = notifier.version(key)
+            # The events the wake-up's NOTIFY carried; the log is read at the start, after a
+            # wake-up that carried none, and after a wait that timed out (a turn can end with
+            # its status alone, and a listener that lost its connection lost notifications).
+            rows, over = (notifier.take(key, after) if woken else None), False
+            if rows is None:
+                rows, over = await poll(turn_id, after)
+            if rows:
+                data, after, final = _frames(rows)
+                yield data
+                if final:
+                    return
+                idle_since = time.monotonic()
+                if len(rows) == BATCH:
+                    continue  # a replay: the next rows are there already
+            elif over:
                 return
-            idle_since = time.monotonic()
-            if len(rows) == BATCH:
-                continue  # a replay: the next rows are there already
-        elif over:
-            return
-        elif time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
-            yield KEEPALIVE
-            idle_since = time.monotonic()
-        # Read again only once woken (or at the timeout): a notification that came
-        # during the read moved the version past `seen`, so this returns at once.
-        await notifier.wait_async(key, seen, wait)
+            elif time.monotonic() - idle_since > settings.LIVE_TURN_KEEPALIVE_SECONDS:
+                yield KEEPALIVE
+                idle_since = time.monotonic()
+            # Read again only once woken (or at the timeout): a notification that came
+            # during the read moved the version past `seen`, so this returns at once.
+            woken = await notifier.wait_async(key, seen, wait)
+    finally:
+        notifier.unwatch(key)
 
 
 def event_stream(turn_id: uuid.UUID, after: int, *, asynchronous: bool) -> Iterator[bytes] | AsyncIterator[bytes]:

@@ -1,0 +1,131 @@
+"""A worker writes a turn's events in batches (docs/live.md#how-a-turn-runs-the-event-log-checkpoints-resume).
+
+`chat.live.events.EventWriter` on the test database, in this process: text
+that comes within one write is merged before it gets its id, a batch is one
+write, what a quiet model leaves held is written by the flusher thread, and
+a turn taken over by another worker is reported to the turn's thread.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import orjson
+import pytest
+
+from chat.live.events import EventWriter, LostTurnError, Notifier, notify_payload, parse_payload
+from chat.live.service import turn_acquire
+from chat.models import LiveTurn, LiveTurnEvent
+from citations.live_events import citation_event, text_event
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def running_turn(user) -> tuple[LiveTurn, uuid.UUID]:
+    turn = LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="hi", prompt_version="v5")
+    LiveTurnEvent.objects.create(turn=turn, seq=1, event="turn", data="{}")
+    LiveTurn.objects.filter(pk=turn.pk).update(last_seq=1)
+    token = turn_acquire(turn.id)
+    assert token is not None
+    return turn, token
+
+
+def log(turn: LiveTurn) -> list[tuple[int, str, object]]:
+    rows = LiveTurnEvent.objects.filter(turn=turn).order_by("seq").values_list("seq", "event", "data")
+    return [(seq, name, orjson.loads(data)) for seq, name, data in rows]
+
+
+def wait_for_log(turn: LiveTurn, seq: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while LiveTurn.objects.get(pk=turn.pk).last_seq < seq:
+        assert time.monotonic() < deadline, f"event {seq} was not written"
+        time.sleep(0.01)
+
+
+def test_text_within_one_write_is_one_event_and_a_quiet_model_leaves_nothing_held(maya):
+    turn, token = running_turn(maya)
+    writer = EventWriter(turn.id, token, after=1, interval=1.0)
+    try:
+        writer.put(text_event("You "))  # after a quiet spell: written at once
+        assert writer.written == 2
+        writer.put(text_event("owe "))
+        writer.put(text_event("$1,500."))
+        cite = {"source": "silvia://your-account/credit-card", "cited_text": "balance: 1200", "start": 0, "end": 15}
+        writer.put(citation_event(cite))
+        writer.put(text_event(" That"))
+        writer.put(text_event(" is all."))
+        assert writer.written == 2 and LiveTurn.objects.get(pk=turn.pk).last_seq == 2  # held
+        # Nothing more comes: the flusher writes what is held once the interval has passed.
+        wait_for_log(turn, 5)
+        assert log(turn) == [
+            (1, "turn", {}),
+            (2, "text", {"text": "You "}),
+            (3, "text", {"text": "owe $1,500."}),
+            (4, "citation", {"citation": cite}),
+            (5, "text", {"text": " That is all."}),
+        ]
+        assert writer.written == 5
+        writer.put(text_event("More."))  # held until flushed: the interval has not passed since the batch
+        writer.flush()
+        assert writer.written == 6 and log(turn)[-1] == (6, "text", {"text": "More."})
+    finally:
+        writer.close()
+
+
+def test_with_no_interval_each_event_is_written_as_it_comes(maya):
+    turn, token = running_turn(maya)
+    writer = EventWriter(turn.id, token, after=1, interval=0)
+    try:
+        for piece in ("a", "b", "c"):
+            writer.put(text_event(piece))
+        assert writer.written == 4
+        assert [entry[2] for entry in log(turn)[1:]] == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
+    finally:
+        writer.close()
+
+
+def test_a_turn_taken_over_while_its_events_were_held_stops_its_thread_at_the_next_event(maya):
+    turn, token = running_turn(maya)
+    writer = EventWriter(turn.id, token, after=1, interval=0.2)
+    try:
+        writer.put(text_event("first"))
+        writer.put(text_event(" held"))
+        assert turn_acquire(turn.id) not in (None, token)  # a redelivery: another worker owns the turn
+        time.sleep(0.6)  # the flusher tried the held batch, and was refused
+        with pytest.raises(LostTurnError):
+            writer.put(text_event(" late"))
+        with pytest.raises(LostTurnError):
+            writer.flush()
+        assert log(turn) == [(1, "turn", {}), (2, "text", {"text": "first"})]
+    finally:
+        writer.close()
+
+
+def test_a_notify_payload_carries_a_batch_that_fits_and_only_the_turn_id_otherwise():
+    turn_id = uuid.uuid4()
+    rows = [(7, "text", '{"text":"a b\\nc \\u2028"}'), (8, "citation", '{"citation":{"start":0,"end":3}}')]
+    assert parse_payload(notify_payload(turn_id, rows)) == (str(turn_id), rows)
+    big = [(9, "message", orjson.dumps({"content": "é" * 4000}).decode())]  # 8000 bytes of UTF-8
+    assert notify_payload(turn_id, big) == str(turn_id)
+    assert parse_payload(str(turn_id)) == (str(turn_id), None)
+
+
+def test_the_notifier_keeps_the_carried_events_of_a_followed_turn_consecutive_or_not_at_all():
+    notifier, key = Notifier(), str(uuid.uuid4())
+    notifier.notify(key, [(2, "text", "{}")])
+    assert notifier.take(key, 1) is None  # no stream here follows the turn: nothing kept
+    notifier.watch(key)
+    assert notifier.take(key, 1) is None  # nothing kept yet: read the log
+    notifier.notify(key, [(2, "text", '{"text":"a"}'), (3, "text", '{"text":"b"}')])
+    notifier.notify(key, [(4, "citation", "{}")])
+    assert notifier.take(key, 1) == [(2, "text", '{"text":"a"}'), (3, "text", '{"text":"b"}'), (4, "citation", "{}")]
+    assert notifier.take(key, 3) == [(4, "citation", "{}")] and notifier.take(key, 4) == []
+    assert notifier.take(key, 0) is None  # event 1 is not kept: read the log
+    notifier.notify(key, [(9, "text", "{}")])  # a gap (a batch too big for a payload): start again from 9
+    assert notifier.take(key, 4) is None and notifier.take(key, 8) == [(9, "text", "{}")]
+    notifier.notify(key)  # a wake-up that names no events: the log must be read
+    assert notifier.take(key, 9) is None
+    notifier.unwatch(key)
+    notifier.notify(key, [(10, "text", "{}")])
+    assert notifier.take(key, 9) is None
