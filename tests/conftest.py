@@ -37,6 +37,17 @@ def _sql_roles_go_with_the_test_database():
             pass
 
 
+@pytest.fixture(autouse=True)
+def _debug_setting_restored():
+    """A test that leaves `settings.DEBUG` changed fails (it makes every later 4xx Django's HTML debug page):
+    overrides undone out of order, a nested `override_settings` under pytest-django's `settings`, did."""
+    from django.conf import settings
+
+    before = settings.DEBUG
+    yield
+    assert before == settings.DEBUG, "this test left settings.DEBUG changed"
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's test database, noted so its roles can be dropped after it."""

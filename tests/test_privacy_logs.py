@@ -320,8 +320,11 @@ def debug_level_log(request, settings):
         for handler in logging.getLogger(name).handlers:
             if isinstance(handler, logging.StreamHandler) and not type(handler).__module__.startswith("_pytest"):
                 handler.setStream(buffer)
-    with override_settings(DEBUG=request.param):
-        yield buffer
+    # Through pytest-django's `settings`, not a nested `override_settings`: other fixtures of the test
+    # (the recorded model's) change settings through it too, and overrides undone out of order left
+    # DEBUG on for every later test.
+    settings.DEBUG = request.param
+    yield buffer
     logging.config.dictConfig(settings.LOGGING)
 
 
