@@ -58,6 +58,9 @@ def test_the_pool_replaces_a_connection_the_server_closed():
         with pool.connection() as conn:
             first = conn.info.backend_pid
         _terminate(first)
+        # pg_terminate_backend only signals: the server has closed the connection once its goodbye arrives
+        # (on a loaded machine, later than the next checkout could come).
+        _wait_readable(conn)
         deadline = time.monotonic() + 5
         with pool.connection() as conn:
             # The check saw the server's goodbye and the pool reconnected.
