@@ -109,6 +109,9 @@ def test_a_notify_payload_carries_a_batch_that_fits_and_only_the_turn_id_otherwi
     big = [(9, "message", orjson.dumps({"content": "é" * 4000}).decode())]  # 8000 bytes of UTF-8
     assert notify_payload(turn_id, big) == str(turn_id)
     assert parse_payload(str(turn_id)) == (str(turn_id), None)
+    # Another's NOTIFY on the channel names no events: the tails read the log (the listener does not fail).
+    for lines in ("x text {}", "1 text", "-1 text {}", "1", "1 text {}\nnot a row"):
+        assert parse_payload(f"{turn_id}\n{lines}") == (str(turn_id), None)
 
 
 def test_the_notifier_keeps_the_carried_events_of_a_followed_turn_consecutive_or_not_at_all():

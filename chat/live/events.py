@@ -355,13 +355,17 @@ def notify_payload(turn_id: uuid.UUID, rows: list[tuple[int, str, str]] | None) 
 
 
 def parse_payload(payload: str) -> tuple[str, list[tuple[int, str, str]] | None]:
-    """A `notify_payload`: the turn id and its events (None when it names none)."""
+    """A `notify_payload`: the turn id and its events (None when it names none, or when a line is not
+    `<seq> <event> <data>`: a payload of someone else's on the channel, so the tails read the log)."""
     turn_id, _, lines = payload.partition("\n")
     if not lines:
         return turn_id, None
     rows = []
     for line in lines.split("\n"):
-        seq, event, data = line.split(" ", 2)
+        seq, _, rest = line.partition(" ")
+        event, _, data = rest.partition(" ")
+        if not seq.isdigit() or not event or not data:
+            return turn_id, None
         rows.append((int(seq), event, data))
     return turn_id, rows
 
