@@ -237,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(
         {"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "silvia.settings", "DJANGO_LOG_LEVEL": "WARNING"}
     )
+    # Run on its own too (bench/README.md), not only from `make bench`, which sets a key.
+    os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-key-never-used-to-serve-Lv7Tq2Np9Xr4Hm6Zc1Wd8Gs3")
+    django_ready = False
     try:
         import subprocess
 
@@ -244,12 +247,14 @@ def main(argv: list[str] | None = None) -> int:
         import django
 
         django.setup()
+        django_ready = True
         return run(args, database_url, scratch)
     finally:
         if pg_admin is not None:
-            from django.db import connections
+            if django_ready:  # else loading Django's connections could fail here too, and leave the database
+                from django.db import connections
 
-            connections.close_all()
+                connections.close_all()
             import psycopg
 
             with psycopg.connect(pg_admin[0], autocommit=True) as conn:
