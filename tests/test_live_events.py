@@ -11,6 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from citations.live_events import DATA_KEYS, EventName
+from tests.ast_support import docstring_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / "citations" / "live_events.py"
@@ -38,13 +39,7 @@ def test_the_docs_event_table_lists_every_event_with_its_data_keys():
 
 def _literals_outside_dict_keys(tree: ast.AST) -> list[ast.Constant]:
     keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k is not None}
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-    }
+    docstrings = docstring_ids(tree)
     # A keyword argument other than `name=`/`event=` is a label (`view="turn"`, a metric's), not an event.
     labels = {
         id(node.value)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import cases
+from tests.ast_support import docstring_ids
 
 VECTOR_FILES = sorted(path.name for path in cases.VECTORS_DIR.glob("*.json"))
 
@@ -52,14 +53,7 @@ def test_shared_cases_run_only_when_they_add_something(tmp_path, monkeypatch):
 def _code_strings(path: Path) -> list[str]:
     """The string constants of a module, docstrings left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
+    docstrings = docstring_ids(tree)
     return [
         node.value
         for node in ast.walk(tree)
