@@ -6,7 +6,7 @@ On a scratch PostgreSQL database, `--turns` records derived from
 `examples/turns` (bench/import_turns.py) are prepared by the service's own
 code, then, taking turns, each inside a transaction that is rolled back:
 
-- turns: `chat.turn_writer`'s `INSERT ... SELECT FROM jsonb_to_recordset ...
+- turns: `chat.imports.writer`'s `INSERT ... SELECT FROM jsonb_to_recordset ...
   ON CONFLICT DO NOTHING RETURNING id` against
   `ChatLog.objects.bulk_create(..., ignore_conflicts=True)` of the same rows
   (which, besides, cannot say which rows it created);
@@ -57,10 +57,11 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
     from django.db import connections, transaction
 
     from bench.import_turns import derived_records
-    from chat.backfill import _RowPlan, _Table
+    from chat.backfill import RowPlan as _RowPlan
+    from chat.backfill.table import BackfillTable as _Table
+    from chat.imports.writer import _insert_turns_pg, write_turns
     from chat.models import ChatLog
-    from chat.services import TurnLimits, _prepare
-    from chat.turn_writer import _insert_turns_pg, write_turns
+    from chat.services import TurnLimits, prepare_row
     from citations.backfill import backfill_citation_list
     from citations.turn import parse_turn_record
 
@@ -75,7 +76,7 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
         call_command("migrate", verbosity=0)
         user = get_user_model().objects.create(username="maya")
         limits = TurnLimits.from_settings()
-        rows = [_prepare(parse_turn_record(r, user_given=True), user, limits).row for r in derived_records(turns)]
+        rows = [prepare_row(parse_turn_record(r, user_given=True), user, limits).row for r in derived_records(turns)]
         columns = [row.columns for row in rows]
         names = list(columns[0])
 

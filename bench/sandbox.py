@@ -81,9 +81,9 @@ def report(measured: dict[str, list[float]], baseline: str) -> None:
 
 
 def bench_execute_python(runs: int) -> None:
-    from chat.tools.egress import FINNHUB_HOST, EgressAllowlist
-    from chat.tools.python import _BOOTSTRAP, MAX_FILE_BYTES, MAX_OPEN_FILES, ExecutePythonTool
-    from chat.tools.sandbox import find_sandbox
+    from tools.egress import FINNHUB_HOST, EgressAllowlist
+    from tools.python import _BOOTSTRAP, MAX_FILE_BYTES, MAX_OPEN_FILES, ExecutePythonTool
+    from tools.sandbox import find_sandbox
 
     sandbox = find_sandbox()
     tool = ExecutePythonTool(sandbox=sandbox)
@@ -116,7 +116,8 @@ def bench_execute_python(runs: int) -> None:
 
 
 def bench_sqlite_guards(runs: int) -> None:
-    from finance.sql_sqlite import PROGRESS_STEPS, _Guards
+    from finance.sql_sqlite import PROGRESS_STEPS
+    from finance.sql_sqlite_calls import CallGuards as _Guards
 
     plain = sqlite3.connect(":memory:", check_same_thread=False)
     guarded = sqlite3.connect(":memory:", check_same_thread=False)

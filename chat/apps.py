@@ -17,7 +17,7 @@ def _register_sqlite_functions(sender: Any, connection: Any, **kwargs: Any) -> N
 
 def _sample_pool(sender: Any, **kwargs: Any) -> None:
     # The pool's use, at most once a second per process (docs/metrics.md); metrics load with the first request.
-    from chat.metrics import sample_pool
+    from telemetry.metrics import sample_pool
 
     sample_pool()
 
@@ -37,4 +37,4 @@ class ChatConfig(AppConfig):
         # tests/test_startup.py keeps it so).
         connection_created.connect(_register_sqlite_functions, dispatch_uid="chat.sqlite_functions")
         if any(database.get("OPTIONS", {}).get("pool") for database in settings.DATABASES.values()):
-            request_finished.connect(_sample_pool, dispatch_uid="chat.metrics.sample_pool")
+            request_finished.connect(_sample_pool, dispatch_uid="telemetry.metrics.sample_pool")

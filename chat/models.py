@@ -114,11 +114,11 @@ class LiveTurn(models.Model):
 
     `id` is the turn id and, once stored, the `ai_chat_logs` row's id, so a
     resumed turn that saves twice is stored once. A turn is `queued` until a
-    job-engine worker takes it (`chat.live.service.turn_acquire`), which gives
+    job-engine worker takes it (`live.service.turn_acquire`), which gives
     it a new `worker_token`; a redelivered task takes it again with another
     token (`resume_count` counts those), and the older worker's writes then
     match no row. `checkpoint` is the state after the last tool round
-    (`messages`, `events`, `citationTargets`, `step`, ...; `chat.live.checkpoint`).
+    (`messages`, `events`, `citationTargets`, `step`, ...; `live.checkpoint`).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -3,38 +3,36 @@
 `save_turn`/`record_turn` validate a whole turn record, feed it to the turn
 assembler (`citations.assembler`; a live turn passes the assembler's result
 it streamed instead) and write the session and the `ai_chat_logs` row in one
-transaction. `TurnImporter` does the same for many
-records, a batch per transaction (`chat.turn_writer`). Nothing of a refused
-record is saved.
+transaction. `chat.imports.importer.TurnImporter` does the same for many
+records, a batch per transaction (`chat.imports.writer`), with `check_limits`
+and `prepare_row` from here. Nothing of a refused record is saved.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.exceptions import ValidationError
-from django.db import DatabaseError, models, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from chat.models import ChatLog, ChatSession
-from chat.turn_writer import SessionWrite, TurnRow, WriteOutcome, write_turns
+from chat.imports.writer import SessionWrite, TurnRow, WriteOutcome, write_turns
+from chat.models import ChatLog
 from citations.assembler import AssembledTurn, assemble_record
 from citations.turn import TurnRecord, TurnRecordError, parse_turn_record
 
 __all__ = [
+    "PreparedTurn",
     "SavedTurn",
-    "TurnImporter",
     "TurnLimits",
     "TurnRecordError",
-    "import_user",
+    "check_limits",
+    "prepare_row",
     "record_turn",
     "save_turn",
 ]
@@ -72,7 +70,7 @@ class TurnLimits:
         return cls(max_text_chars=settings.TURN_MAX_TEXT_CHARS, max_tool_rows=settings.TURN_MAX_TOOL_ROWS)
 
 
-def _check_limits(record: Any, limits: TurnLimits) -> None:
+def check_limits(record: Any, limits: TurnLimits) -> None:
     """Refuse an oversized record before validating it (its shape is checked later, by `parse_turn_record`)."""
     if not isinstance(record, dict):
         return
@@ -94,15 +92,15 @@ def _check_limits(record: Any, limits: TurnLimits) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Prepared:
+class PreparedTurn:
     row: TurnRow
     citations: list[dict[str, Any]]
     skipped_citations: dict[str, int]
 
 
-def _prepare(
+def prepare_row(
     turn: TurnRecord, owner: AbstractBaseUser, limits: TurnLimits, assembled: AssembledTurn | None = None
-) -> _Prepared:
+) -> PreparedTurn:
     """Assemble a validated turn into the row to write (docs/turns.md); `assembled` when a live turn streamed it."""
     if assembled is None:
         assembled = assemble_record(turn.events)
@@ -126,7 +124,7 @@ def _prepare(
         "created_at": created_at,
     }
     session = SessionWrite(id=turn.session_id, user_id=owner.pk, title=turn.session_title, created_at=created_at)
-    return _Prepared(TurnRow(columns, session), assembled.citations, dict(assembled.skipped_citations))
+    return PreparedTurn(TurnRow(columns, session), assembled.citations, dict(assembled.skipped_citations))
 
 
 def _resolve_user(username: str) -> AbstractBaseUser:
@@ -163,14 +161,14 @@ def save_turn(
     row are both written, or nothing is.
     """
     limits = TurnLimits.from_settings()
-    _check_limits(record, limits)
+    check_limits(record, limits)
     turn = parse_turn_record(record, user_given=user is not None)
     if user is None:
         assert turn.user is not None  # parse_turn_record requires `user` when none is given
         owner = _resolve_user(turn.user)
     else:
         owner = user
-    prepared = _prepare(turn, owner, limits, assembled)
+    prepared = prepare_row(turn, owner, limits, assembled)
     with transaction.atomic():
         [outcome] = write_turns([prepared.row])
         _raise_refusal(outcome)
@@ -191,182 +189,3 @@ def record_turn(record: Any, user: AbstractBaseUser | None = None) -> ChatLog:
     returns the stored row unchanged.
     """
     return save_turn(record, user=user).log
-
-
-def import_user(username: str, *, create: bool, where: str) -> AbstractBaseUser:
-    """The user named `username`, created first when `create` (safe against concurrent creators).
-
-    Raises `TurnRecordError` at `where` (`user`, `--user`) for an empty or
-    invalid name, or an unknown one without `create`.
-    """
-    user_model = get_user_model()
-    if not username:
-        raise TurnRecordError(where, "expected a username, got an empty string")
-    found = user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).first()
-    if found is not None:
-        return found
-    if not create:
-        raise TurnRecordError(where, f"no user named {username!r} (pass --create-users to create it)")
-    field = cast(models.Field, user_model._meta.get_field(user_model.USERNAME_FIELD))
-    try:
-        field.clean(username, None)  # max length and the username validator
-    except ValidationError as error:
-        raise TurnRecordError(where, f"cannot create user {username!r}: {' '.join(error.messages)}") from None
-    # get_or_create re-reads on a unique violation: a parallel import that
-    # created the same name first is no refusal.
-    # The field's name is only known at run time; the stubs check keywords by name.
-    user, _ = user_model.objects.get_or_create(**{user_model.USERNAME_FIELD: username})  # type: ignore[arg-type]
-    return user
-
-
-def _metrics() -> Any:
-    # Imported with the first record counted, not with this module (docs/metrics.md).
-    from chat import metrics
-
-    return metrics
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    where: str
-    prepared: _Prepared
-
-
-class TurnImporter:
-    """Imports turn records in batches, each batch one transaction (docs/turns.md, `import_turns`).
-
-    `add(record, where)` validates a record once, assembles it and queues
-    it; every `batch_size` records the queue is written by `write_turns`.
-    A bad record is refused alone: reported through `report(where: message)`
-    and counted, the others of its batch still written. A batch the database
-    refuses is rolled back and written again one record per transaction, so
-    the record at fault is found. `finish()` writes the last batch.
-    Killed at any moment, committed batches stay and nothing is half-written;
-    a rerun skips what is stored.
-    """
-
-    def __init__(
-        self,
-        *,
-        report: Callable[[str], None],
-        user: AbstractBaseUser | None = None,
-        create_users: bool = False,
-        batch_size: int = 500,
-        limits: TurnLimits | None = None,
-    ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be positive")
-        self.report = report
-        self.user = user
-        self.create_users = create_users
-        self.batch_size = batch_size
-        self.limits = limits or TurnLimits.from_settings()
-        self.counts: Counter[str] = Counter()
-        self.kinds: Counter[str] = Counter()
-        self.skipped_types: Counter[str] = Counter()
-        self._users: dict[str, AbstractBaseUser] = {}
-        self._pending: list[_Pending] = []
-
-    def fail(self, where: str, message: str) -> None:
-        """Count and report a record that could not be read."""
-        self.counts["failed"] += 1
-        _metrics().turns_imported(outcome="failed")
-        self.report(f"{where}: {message}")
-
-    def add(self, record: Any, where: str) -> None:
-        """Validate, assemble and queue one decoded record; `where` is `file:line`."""
-        try:
-            _check_limits(record, self.limits)
-            turn = parse_turn_record(record, user_given=self.user is not None)
-            owner = self.user if self.user is not None else self._owner(turn)
-            prepared = _prepare(turn, owner, self.limits)
-        except TurnRecordError as error:
-            self.fail(where, str(error))
-            return
-        self._pending.append(_Pending(where, prepared))
-        if len(self._pending) >= self.batch_size:
-            self.flush()
-
-    def _owner(self, turn: TurnRecord) -> AbstractBaseUser:
-        username = turn.user or ""
-        if username in self._users:
-            return self._users[username]
-        user_model = get_user_model()
-        if self.create_users and not user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).exists():
-            # A user created for this record owns nothing yet: a record that
-            # names a stored session or turn would be refused, so refuse it
-            # before the user is created (after writing what is queued,
-            # which may store that session; new users are rare).
-            # A parallel import may create the same user meanwhile: what it
-            # stored under that name is no refusal.
-            self.flush()
-            other_owner = {f"user__{user_model.USERNAME_FIELD}": username}
-            if ChatSession.objects.filter(pk=turn.session_id).exclude(**other_owner).exists():
-                raise TurnRecordError("session.id", f"session {turn.session_id} belongs to another user")
-            if turn.id is not None and ChatLog.objects.filter(pk=turn.id).exclude(**other_owner).exists():
-                raise TurnRecordError("id", f"turn {turn.id} belongs to another user")
-        user = import_user(username, create=self.create_users, where="user")
-        self._users[username] = user
-        return user
-
-    def flush(self) -> None:
-        """Write the queued records (one transaction; one per record if the database refuses the batch)."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        try:
-            with transaction.atomic():
-                outcomes = write_turns([p.prepared.row for p in pending])
-        except DatabaseError:
-            logger.warning("a batch of %d turns was refused by the database: writing them one by one", len(pending))
-            for item in pending:
-                try:
-                    with transaction.atomic():
-                        [outcome] = write_turns([item.prepared.row])
-                except DatabaseError as error:
-                    self.fail(item.where, f"the database refused the record: {error}".rstrip())
-                    continue
-                self._count(item, outcome)
-            return
-        for item, outcome in zip(pending, outcomes, strict=True):
-            self._count(item, outcome)
-
-    def _count(self, item: _Pending, outcome: WriteOutcome) -> None:
-        if isinstance(outcome, tuple):
-            self.fail(item.where, f"{outcome[1]}: {outcome[2]}")
-        elif outcome == "skipped":
-            self.counts["skipped"] += 1
-            _metrics().turns_imported(outcome="skipped")
-        else:
-            self.counts["imported"] += 1
-            _metrics().turns_imported(outcome="imported")
-            self.skipped_types.update(item.prepared.skipped_citations)
-            # Freshly assembled: a target, when present, is one the registry
-            # wrote (valid by construction), so its kind needs no parsing.
-            for citation in item.prepared.citations:
-                target = citation.get("target")
-                self.kinds[target["kind"] if target is not None else "untyped"] += 1
-
-    def finish(self) -> None:
-        """Write what is still queued."""
-        self.flush()
-
-    def summary(self) -> str:
-        """`imported N, skipped N, failed N; citations typed N (kind N, ...), untyped N`.
-
-        Citations of types that are not recorded (docs/turns.md) add
-        `; citations not recorded N (type N, ...)`.
-        """
-        typed = {kind: n for kind, n in sorted(self.kinds.items()) if kind != "untyped"}
-        by_kind = ", ".join(f"{kind} {n}" for kind, n in typed.items()) or "none"
-        return (
-            f"imported {self.counts['imported']}, skipped {self.counts['skipped']}, failed {self.counts['failed']}; "
-            f"citations typed {sum(typed.values())} ({by_kind}), untyped {self.kinds['untyped']}"
-            + self._skipped_summary()
-        )
-
-    def _skipped_summary(self) -> str:
-        if not self.skipped_types:
-            return ""
-        by_type = ", ".join(f"{kind} {n}" for kind, n in sorted(self.skipped_types.items()))
-        return f"; citations not recorded {sum(self.skipped_types.values())} ({by_type})"

@@ -15,6 +15,7 @@ here; each rule of docs/ lives in one named function of its module:
 from citations.accounts import account_ref_from_row, is_account_id
 from citations.backfill import backfill_target
 from citations.citable import SearchResult, to_citable_content
+from citations.pooling import accounts_target, merge_account_refs
 from citations.registry import TurnRegistry
 from citations.targets import (
     PROVIDERS,
@@ -31,8 +32,6 @@ from citations.targets import (
     Provider,
     TaxReferenceTarget,
     WebTarget,
-    accounts_target,
-    merge_account_refs,
     parse_citation_target,
 )
 from citations.urls import account_id_candidates, account_path, humanize_citation_url

@@ -31,26 +31,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citations.citable import SearchResult, to_citable_content
+from citations.cited_blocks import citation_source, web_search_result_urls
 from citations.live_events import StreamEvent, citation_event, text_event
 from citations.registry import TurnRegistry
 from citations.targets import WebTarget
 from citations.text import storable_json, storable_text
-from citations.turn import (
-    SEARCH_RESULT_LOCATION,
-    WEB_SEARCH_RESULT_LOCATION,
-    AssistantEvent,
-    Event,
-    ToolCallEvent,
-)
+from citations.turn import AssistantEvent, Event, ToolCallEvent
 from citations.utf16 import utf16_length
 
 __all__ = [
     "AssembledTurn",
     "TurnAssembler",
     "assemble_record",
-    "citation_source",
     "replay",
-    "web_search_result_urls",
 ]
 
 logger = logging.getLogger(__name__)
@@ -73,36 +66,6 @@ class AssembledTurn:
     inline_citations: list[dict[str, Any]]
     model: str
     skipped_citations: dict[str, int] = field(default_factory=dict)
-
-
-def web_search_result_urls(block: Mapping[str, Any]) -> list[str]:
-    """The result URLs of a `web_search_tool_result` content block (docs/turns.md#citation-types).
-
-    Its `content` is a list of `web_search_result` objects (each with a
-    `url`), or an error object: that gives no URLs. Non-string or empty URLs
-    are left out.
-    """
-    content = block.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        item["url"]
-        for item in content
-        if isinstance(item, Mapping) and isinstance(item.get("url"), str) and item["url"]
-    ]
-
-
-def citation_source(citation: Mapping[str, Any]) -> str | None:
-    """The source a citation is recorded under (`source`, or `url` for web search).
-
-    None when it is not recorded: another type, or (from a live stream, which
-    nothing validated) a source or `cited_text` that is not a string.
-    """
-    kind = citation.get("type")
-    key = "source" if kind == SEARCH_RESULT_LOCATION else "url" if kind == WEB_SEARCH_RESULT_LOCATION else None
-    if key is None or not isinstance(citation.get(key), str) or not isinstance(citation.get("cited_text"), str):
-        return None
-    return citation[key]
 
 
 @dataclass

@@ -18,12 +18,7 @@ from citations.citable import (
     PORTFOLIO_SOURCE,
     valid_ticker,
 )
-from citations.targets import (
-    AnalysisTarget,
-    CitationTarget,
-    MarketDataTarget,
-    PortfolioTarget,
-)
+from citations.targets import AnalysisTarget, CitationTarget, MarketDataTarget, PortfolioTarget
 
 __all__ = ["CitationListBackfill", "backfill_citation_list", "backfill_target", "target_for_source"]
 

@@ -16,12 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from citations.targets import (
-    CitationTarget,
-    account_refs_of,
-    accounts_target,
-    parse_citation_target,
-)
+from citations.pooling import account_refs_of, accounts_target
+from citations.targets import CitationTarget, parse_citation_target
 
 __all__ = ["CHECKPOINT_KEY", "TurnRegistry"]
 

@@ -7,13 +7,11 @@ dataclass equality compares the class (so the kind) and every field, and
 `AccountsTarget.accounts` is a tuple, so order counts as it does in JSON.
 
 The account-pooling rule shared by `execute_sql` groups (docs/citable.md) and the
-turn registry (docs/registry.md) also lives here: `merge_account_refs` and
-`accounts_target`.
+turn registry (docs/registry.md) is `citations.pooling`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias, TypeGuard
 
@@ -32,9 +30,6 @@ __all__ = [
     "Provider",
     "TaxReferenceTarget",
     "WebTarget",
-    "account_refs_of",
-    "accounts_target",
-    "merge_account_refs",
     "parse_account_ref",
     "parse_citation_target",
 ]
@@ -319,40 +314,4 @@ def parse_citation_target(value: object) -> CitationTarget | None:
                 return None
             refs.append(ref)
         return AccountsTarget(tuple(refs))
-    return None
-
-
-def merge_account_refs(refs: Iterable[AccountRef]) -> tuple[AccountRef, ...]:
-    """Pool account refs (docs/citable.md, docs/registry.md).
-
-    First-seen order, one ref per account id. Where two refs share an id, a
-    `None` provider gives way to a known one; between two known providers the
-    first stays. Returns a tuple, empty when `refs` is empty.
-    """
-    providers: dict[str, Provider | None] = {}
-    for ref in refs:
-        if ref.account_id not in providers or (providers[ref.account_id] is None and ref.provider is not None):
-            providers[ref.account_id] = ref.provider
-    return tuple(AccountRef(account_id, provider) for account_id, provider in providers.items())
-
-
-def accounts_target(refs: Iterable[AccountRef]) -> AccountTarget | AccountsTarget:
-    """The target naming the pooled `refs`: `account` for one id, `accounts` for several.
-
-    Pools with `merge_account_refs` first. Raises `ValueError` when `refs` is empty.
-    """
-    merged = merge_account_refs(refs)
-    if not merged:
-        raise ValueError("accounts_target needs at least one AccountRef")
-    if len(merged) == 1:
-        return AccountTarget(merged[0].account_id, merged[0].provider)
-    return AccountsTarget(merged)
-
-
-def account_refs_of(target: CitationTarget | None) -> tuple[AccountRef, ...] | None:
-    """The refs an `account`/`accounts` target names; `None` for any other target or `None`."""
-    if isinstance(target, AccountTarget):
-        return (target.ref,)
-    if isinstance(target, AccountsTarget):
-        return target.accounts
     return None

@@ -1,6 +1,6 @@
 """The protocol every tool executor implements: `ToolExecutor` and `ToolError` (docs/tools.md).
 
-Executors live in the apps, chat's (`chat.tools`) and finance's
+Executors live in the apps, chat's (`tools`) and finance's
 (`finance.sql_tool`) alike, so the protocol sits below both. What a tool
 is (its name, input schema, output check, block rule and prompt row) is its
 `citations.citable.ToolSpec` (docs/tools.md#one-spec-per-tool). Pure: only

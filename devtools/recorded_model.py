@@ -25,19 +25,16 @@ import json
 import logging
 import threading
 import time
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from devtools.recorded_stream import RECORDED_MODEL, message_events, sse_frame
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["RecordedModelServer", "ScriptError", "load_scripts", "message_events"]
-
-RECORDED_MODEL = "recorded-model-not-claude"
-TEXT_CHUNK = 12  # characters per text_delta, about three tokens
-JSON_CHUNK = 20  # characters per input_json_delta
+__all__ = ["RECORDED_MODEL", "RecordedModelServer", "ScriptError", "load_scripts", "message_events"]
 
 
 class ScriptError(ValueError):
@@ -62,118 +59,6 @@ def load_scripts(path: Path) -> list[dict[str, Any]]:
         script.setdefault("name", file.stem)
         scripts.append(script)
     return scripts
-
-
-def _sse(event: str, data: Mapping[str, Any]) -> bytes:
-    try:
-        return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-    except UnicodeEncodeError:  # a lone surrogate: sent as the API would, a JSON escape (\ud800)
-        return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-
-
-def _chunks(text: str, size: int) -> Iterator[str]:
-    for i in range(0, len(text), size):
-        yield text[i : i + size]
-
-
-def message_events(message: Mapping[str, Any], *, model: str = RECORDED_MODEL) -> list[tuple[str, dict[str, Any]]]:
-    """The stream of events the API sends for a final `message` (docs/live.md, formats.md 1.4).
-
-    `message` is `{"content": [blocks], "stop_reason", "id"?, "usage"?}`.
-    Text is sent in `TEXT_CHUNK`-character deltas, then one `citations_delta`
-    per citation (a block with `"citations_first": true` sends them first);
-    tool inputs as `input_json_delta` chunks (a block's `partial_json`, when
-    given, is sent verbatim instead: an input cut off or not valid JSON);
-    other blocks (web search results) whole in `content_block_start`.
-    """
-    msg_id = message.get("id") or f"msg_rec_{uuid.uuid4().hex[:20]}"
-    usage = message.get("usage") or {"input_tokens": 100, "output_tokens": 1}
-    start = {
-        "id": msg_id,
-        "type": "message",
-        "role": "assistant",
-        "content": [],
-        "model": message.get("model", model),
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-    events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": start}),
-        ("ping", {"type": "ping"}),
-    ]
-    output_tokens = 0
-    for index, block in enumerate(message.get("content", [])):
-        kind = block.get("type")
-        if kind == "text":
-            events.append(
-                (
-                    "content_block_start",
-                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
-                )
-            )
-            cites = [
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "citations_delta", "citation": c},
-                    },
-                )
-                for c in block.get("citations") or []
-            ]
-            texts = [
-                (
-                    "content_block_delta",
-                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}},
-                )
-                for piece in _chunks(block.get("text", ""), TEXT_CHUNK)
-            ]
-            output_tokens += len(texts)
-            events.extend(cites + texts if block.get("citations_first") else texts + cites)
-        elif kind in ("tool_use", "server_tool_use"):
-            events.append(
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": index,
-                        "content_block": {"type": kind, "id": block["id"], "name": block["name"], "input": {}},
-                    },
-                )
-            )
-            events.extend(
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": piece},
-                    },
-                )
-                for piece in _chunks(
-                    block["partial_json"] if "partial_json" in block else json.dumps(block.get("input", {})),
-                    JSON_CHUNK,
-                )
-            )
-        else:
-            events.append(
-                ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
-            )
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": message.get("stop_reason", "end_turn"), "stop_sequence": None},
-                "usage": {"output_tokens": max(output_tokens, 1)},
-            },
-        )
-    )
-    events.append(("message_stop", {"type": "message_stop"}))
-    return events
 
 
 def _step_index(messages: Sequence[Any]) -> int:
@@ -335,7 +220,7 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
             try:
                 for n, (name, data) in enumerate(events):
                     if n == error_after:
-                        self._chunk(_sse("error", step.get("error") or _error("overloaded_error", "Overloaded")))
+                        self._chunk(sse_frame("error", step.get("error") or _error("overloaded_error", "Overloaded")))
                         break
                     if n == break_after:
                         self.wfile.flush()
@@ -343,7 +228,7 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
                         return  # no final chunk: the client sees a broken stream
                     if delay:
                         time.sleep(delay)
-                    self._chunk(_sse(name, data))
+                    self._chunk(sse_frame(name, data))
                     if data.get("delta", {}).get("type") == "text_delta":
                         times.append(time.perf_counter())
                 self.wfile.write(b"0\r\n\r\n")

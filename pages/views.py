@@ -15,11 +15,11 @@ from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.live.configured import model_configured
 from chat.models import ChatLog
 from chat.selectors import session_get_for_user, session_list_for_user, session_messages
 from citations.urls import account_path
 from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
+from live.configured import model_configured
 from pages.selectors import account_names_for_user, turn_get_for_user
 
 SESSIONS_PER_PAGE = 50

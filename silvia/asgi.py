@@ -272,7 +272,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
 django.setup(set_prefix=False)
 application = SyncChainASGIHandler()
 
-from chat.live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
+from live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
 from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)
 
 warn_if_no_model()

@@ -44,9 +44,9 @@ logger = logging.getLogger("silvia.worker")
 def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
     # The turn runner (and the SDK with it, about a second of imports) is loaded now, not by
     # the first turn this worker takes.
-    import chat.live.runner  # noqa: F401
-    from chat.live.configured import warn_if_no_model
-    from chat.live.service import turns_orphaned_requeue
+    import live.runner  # noqa: F401
+    from live.configured import warn_if_no_model
+    from live.service import turns_orphaned_requeue
 
     warn_if_no_model()
     if str(app.conf.broker_url).startswith("filesystem://"):
@@ -58,12 +58,12 @@ def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
 
 
 # Metrics (docs/metrics.md#the-turn-workers-figures): the worker's database pool is sampled around its
-# tasks, as a web process samples it after requests (at most once a second); chat.metrics loads with the
+# tasks, as a web process samples it after requests (at most once a second); telemetry.metrics loads with the
 # first task, not at the worker's start.
 @signals.task_prerun.connect
 @signals.task_postrun.connect
 def _sample_pool(sender: Any = None, **kwargs: Any) -> None:
-    from chat.metrics import sample_pool
+    from telemetry.metrics import sample_pool
 
     sample_pool()
 
@@ -73,6 +73,6 @@ def _sample_pool(sender: Any = None, **kwargs: Any) -> None:
 @signals.worker_shutdown.connect
 @signals.worker_process_shutdown.connect
 def _metrics_process_exit(sender: Any = None, **kwargs: Any) -> None:
-    from chat.metrics import process_exiting
+    from telemetry.metrics import process_exiting
 
     process_exiting()

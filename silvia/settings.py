@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "chat",
+    "live",
     "pages",
     "finance",
 ]
@@ -299,7 +300,7 @@ LIVE_TURN_MAX_RESUMES = env.int("LIVE_TURN_MAX_RESUMES", default=3)
 LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 # Event streams (reconnects, GET .../events/) one user may have open in one process; past it 429.
 LIVE_SSE_MAX_STREAMS_PER_USER = env.int("LIVE_SSE_MAX_STREAMS_PER_USER", default=20)
-# Extra tool factories, dotted paths of callables returning a ToolExecutor or None (chat.tools.registry).
+# Extra tool factories, dotted paths of callables returning a ToolExecutor or None (tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 
 # SQLite serves live turns from several threads (and processes in tests):

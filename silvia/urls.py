@@ -14,6 +14,7 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
+    path("api/chat/", include("live.urls")),  # the live turns' streams (docs/live.md)
     path("api/chat/", include("chat.api.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     # Anything else under /api/ (`sessions//x/`, `sessions/%2F/`) is the API's

@@ -118,7 +118,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
         response = HttpResponse("A bearer token is required.\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    from chat.metrics import render  # prometheus-client, with the first scrape only
+    from live.collector import LiveTurnsCollector  # prometheus-client, with the first scrape only
+    from telemetry.metrics import render
 
-    body, content_type = render()
+    body, content_type = render(database=[LiveTurnsCollector()])
     return HttpResponse(body, content_type=content_type)

@@ -1,8 +1,14 @@
-"""What the source-reading tests share: the docstrings of a parsed module, to leave out of a literal search."""
+"""What the source-reading tests share: the apps, in their import order, and the docstrings of a parsed
+module, to leave out of a literal search."""
 
 from __future__ import annotations
 
 import ast
+
+#: The apps, lowest first (docs/layout.md#apps-import-downwards): `citations` is the pure domain and
+#: imports nothing of ours; `silvia` (settings, URLs) may import any app; `devtools` (the recorded
+#: model) is development only, so no app imports it.
+APPS = ("citations", "telemetry", "finance", "tools", "chat", "live", "pages", "silvia", "devtools")
 
 
 def docstring_ids(tree: ast.AST) -> set[int]:

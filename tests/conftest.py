@@ -101,8 +101,8 @@ def collected_static(tmp_path_factory):
 @pytest.fixture(scope="session")
 def recorded_model_server(django_db_setup, django_db_blocker):
     """The recorded model (`devtools.recorded_model`), one server for the session."""
-    from chat.live.listener import stop_listener
     from devtools.recorded_model import RecordedModelServer
+    from live.wakeups import stop_listener
 
     server = RecordedModelServer().start()
     yield server

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from finance.demo import MAYA, SAM
+from finance.demo_data import MAYA, SAM
 
 
 def ids_of(connections) -> set[str]:

@@ -256,8 +256,8 @@ def record_of(steps: list[dict[str, Any]], *, user: Any, message: str) -> dict[s
     executor (as the live turn ran it), a failing one left out as the live
     turn leaves it out.
     """
-    from chat.tools.registry import configured_tools
     from devtools.recorded_model import RECORDED_MODEL
+    from tools.registry import configured_tools
 
     tools = {tool.name: tool for tool in configured_tools()}
     events: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from chat.tools.sandbox import Sandbox, SandboxUnavailable, find_sandbox
+from tools.sandbox import Sandbox, SandboxUnavailable, find_sandbox
 
 #: A Finnhub quote, as https://finnhub.io/api/v1/quote answers it.
 QUOTE = {"c": 189.5, "d": 1.25, "dp": 0.66, "h": 190.1, "l": 187.9, "o": 188.0, "pc": 188.25, "t": 1717000000}

@@ -18,7 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
-from chat.admin import CappedCountPaginator
+from chat.admin.logs import CappedCountPaginator
 from chat.backfill import backfill_citation_targets
 from chat.citation_queries import SOURCES_TEXT_SQL, STATES, HasCitationState, NamesAccount, SourceContains
 from chat.models import ChatLog, ChatSession

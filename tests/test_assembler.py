@@ -2,7 +2,7 @@
 
 The delta side is real: each model step of a case is served by the recorded
 model (devtools/) over HTTP, read by the official SDK's raw stream and fed to
-the assembler by the live turn's own adapter (`chat.live.model_step`), as a
+the assembler by the live turn's own adapter (`live.model_step`), as a
 live turn does. No database.
 """
 
@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat.live.model_step import StepStream
 from citations.assembler import AssembledTurn, TurnAssembler, assemble_record, replay
 from citations.live_events import EventName
 from citations.registry import TurnRegistry
 from citations.turn import AssistantEvent, Event, ToolCallEvent, parse_turn_record
 from devtools.recorded_model import RecordedModelServer
+from live.model_step import StepStream
 from tests.cases import golden_params, load_cases
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.operations import RunPython
 
 from chat import backfill as backfill_module
-from chat import backfill_text
+from chat.backfill import text as backfill_text
 from chat.models import ChatLog
 from chat.selectors import chat_logs_with_citation_counts
 from tests.cases import load_cases

@@ -17,8 +17,8 @@ from django.db import connection, connections
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chat import backfill as backfill_module
 from chat.backfill import BackfillReport, MalformedRow, backfill_citation_targets
+from chat.backfill import table as backfill_table
 from chat.models import ChatLog
 from chat.selectors import chat_logs_with_citation_counts
 from citations.backfill import backfill_citation_list
@@ -460,13 +460,13 @@ def test_a_write_between_scan_and_lock_is_kept(monkeypatch):
         {"source": "silvia://analysis", "title": "edited", "cited_text": "c0"},
         {"source": "silvia://your-portfolio", "title": "added", "cited_text": "c9"},
     ]
-    original = backfill_module._Table.lock_and_read
+    original = backfill_table.BackfillTable.lock_and_read
 
     def write_then_lock(self, ids):
         ChatLog.objects.filter(pk=_id(1)).update(citations=newer)
         return original(self, ids)
 
-    monkeypatch.setattr(backfill_module._Table, "lock_and_read", write_then_lock)
+    monkeypatch.setattr(backfill_table.BackfillTable, "lock_and_read", write_then_lock)
     report = _run()
 
     log = ChatLog.objects.get(pk=_id(1))
@@ -481,13 +481,13 @@ def test_a_write_between_scan_and_lock_is_kept(monkeypatch):
 def test_a_row_deleted_between_scan_and_lock_is_not_counted(monkeypatch):
     _old(1, "silvia://analysis")
     _old(2, "silvia://analysis")
-    original = backfill_module._Table.lock_and_read
+    original = backfill_table.BackfillTable.lock_and_read
 
     def delete_then_lock(self, ids):
         ChatLog.objects.filter(pk=_id(1)).delete()
         return original(self, ids)
 
-    monkeypatch.setattr(backfill_module._Table, "lock_and_read", delete_then_lock)
+    monkeypatch.setattr(backfill_table.BackfillTable, "lock_and_read", delete_then_lock)
     report = _run()
 
     assert (report.rows_scanned, report.rows_changed) == (2, 1)

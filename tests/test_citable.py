@@ -20,6 +20,7 @@ from citations.citable import (
     to_citable_content,
     valid_ticker,
 )
+from citations.pooling import accounts_target
 from citations.targets import (
     AccountRef,
     AccountsTarget,
@@ -29,7 +30,6 @@ from citations.targets import (
     MortgageReferenceTarget,
     PortfolioTarget,
     TaxReferenceTarget,
-    accounts_target,
     parse_citation_target,
 )
 from tests.cases import golden_params, load_cases

@@ -15,10 +15,10 @@ import threading
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools import egress
-from chat.tools.egress import EgressAllowlist, EgressRefused, egress_allowlist, open_upstream, parse_overrides
-from chat.tools.egress_proxy import MAX_TUNNELS, EgressProxy
 from tests.sandbox_support import Trap
+from tools import egress
+from tools.egress import EgressAllowlist, EgressRefused, egress_allowlist, open_upstream, parse_overrides
+from tools.egress_proxy import MAX_TUNNELS, EgressProxy
 
 FINNHUB = ("finnhub.io", 443)
 

@@ -12,7 +12,7 @@ from django.db import connection
 
 from citations.accounts import account_ref_from_row
 from finance import sql_sqlite
-from finance.demo import MAYA, SAM
+from finance.demo_data import MAYA, SAM
 from finance.models import Account, Holding
 from finance.sql_tool import VIEW_COLUMNS
 from tests.finance_data import MAYA_IDS, SAM_IDS, holdings_of

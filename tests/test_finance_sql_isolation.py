@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citations.tools import ToolError
-from finance.demo import MAYA_CLERK, SAM, SAM_CLERK
+from finance.demo_data import MAYA_CLERK, SAM, SAM_CLERK
 from tests.finance_data import MAYA_IDS, SAM_IDS, secrets_of
 
 SAM_SECRETS = secrets_of(SAM, SAM_CLERK)

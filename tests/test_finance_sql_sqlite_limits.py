@@ -17,7 +17,8 @@ from django.db import connection
 
 from citations.tools import ToolError
 from finance import sql_sqlite
-from finance.sql_sqlite import LIKE_PATTERN_CHARS, TRIM_CHARS, printf_sizes
+from finance.sql_sqlite import LIKE_PATTERN_CHARS
+from finance.sql_sqlite_calls import TRIM_CHARS, printf_sizes
 from finance.sql_tool import ExecuteSqlTool
 
 pytestmark = pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL's statement_timeout holds")

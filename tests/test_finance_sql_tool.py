@@ -129,7 +129,7 @@ def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
     from types import SimpleNamespace
     from typing import cast
 
-    from chat.live.runner import TurnRunner
+    from live.runner import TurnRunner
 
     class Leaky:
         name = "execute_sql"
@@ -139,7 +139,7 @@ def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
 
     runner = SimpleNamespace(tools={"execute_sql": Leaky()}, user=None, turn=SimpleNamespace(id="t1"))
     block = {"type": "tool_use", "id": "toolu_1", "name": "execute_sql", "input": {"query": "SELECT 1"}}
-    with caplog.at_level(logging.DEBUG, logger="chat.live.runner"):
+    with caplog.at_level(logging.DEBUG, logger="live.runner"):
         result = TurnRunner.run_tool(cast(TurnRunner, runner), block)
     assert result == {
         "type": "tool_result",
@@ -147,7 +147,7 @@ def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
         "is_error": True,
         "content": "execute_sql failed",
     }
-    [record] = [r for r in caplog.records if r.name == "chat.live.runner"]
+    [record] = [r for r in caplog.records if r.name == "live.runner"]
     # The class and where it was raised (file, line, function), never the message.
     assert re.fullmatch(
         r"turn t1: tool execute_sql raised OverflowError at test_finance_sql_tool\.py:\d+ \(run\)", record.getMessage()

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.ast_support import APPS
+
 REPO = Path(__file__).resolve().parents[1]
 
-#: The apps, lowest first. `citations` is the pure domain and imports nothing
-#: of ours; `silvia` (settings, URLs) may import any app; `devtools` (the
-#: recorded model) is development only, so no app imports it
-#: (docs/deploying.md#what-a-production-install-leaves-out).
-LAYERS = ("citations", "finance", "chat", "pages", "silvia", "devtools")
+#: The apps, lowest first (tests/ast_support.py; docs/deploying.md#what-a-production-install-leaves-out).
+LAYERS = APPS
 #: Folders of Python that are not apps and may import any of them: the
 #: tests, the benchmarks, and the dependency lock script.
 NOT_APPS = frozenset({"tests", "bench", "requirements"})
@@ -27,7 +26,7 @@ NOT_APPS = frozenset({"tests", "bench", "requirements"})
 #: Known imports that run back up, as (importing app, imported module). Each
 #: names the work that removes it; the test fails when an entry is no longer
 #: needed, so it is deleted with the edge. None today: the last one,
-#: finance -> chat.tools.base, went when the tool protocol moved to
+#: finance -> tools.base, went when the tool protocol moved to
 #: citations.tools (issue 23 item 1).
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 

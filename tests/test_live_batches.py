@@ -1,6 +1,6 @@
 """A worker writes a turn's events in batches (docs/live.md#how-a-turn-runs-the-event-log-checkpoints-resume).
 
-`chat.live.events.EventWriter` on the test database, in this process: text
+`live.writer.EventWriter` on the test database, in this process: text
 that comes within one write is merged before it gets its id, a batch is one
 write, what a quiet model leaves held is written by the flusher thread, and
 a turn taken over by another worker is reported to the turn's thread.
@@ -14,10 +14,12 @@ import uuid
 import orjson
 import pytest
 
-from chat.live.events import EventWriter, LostTurnError, Notifier, notify_payload, parse_payload
-from chat.live.service import turn_acquire
 from chat.models import LiveTurn, LiveTurnEvent
 from citations.live_events import citation_event, text_event
+from live.log import LostTurnError
+from live.service import turn_acquire
+from live.wakeups import Notifier, notify_payload, parse_payload
+from live.writer import EventWriter
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

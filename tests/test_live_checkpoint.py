@@ -1,4 +1,4 @@
-"""Checkpoints and the resume rule (docs/live.md#rewind, chat/live/checkpoint.py)."""
+"""Checkpoints and the resume rule (docs/live.md#rewind, live/checkpoint.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import uuid
 
 import pytest
 
-from chat.live.checkpoint import TurnState, load_state, resume_rewind
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
-from chat.tasks import run_live_turn
 from citations.assembler import TurnAssembler
 from citations.live_events import EventName
+from live.checkpoint import TurnState, load_state, resume_rewind
+from live.tasks import run_live_turn
 from tests.live_support import SQL_OUTPUTS, cite, script, step, text, tool_use, wait_for_turns
 
 CARDS = "silvia://your-account/credit-card"

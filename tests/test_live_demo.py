@@ -20,7 +20,7 @@ from tests.uvicorn_server import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# maya's two cards in finance/demo.py, both labelled "Credit card" in account_name.
+# maya's two cards in finance/demo_data.py, both labelled "Credit card" in account_name.
 SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
 DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
 

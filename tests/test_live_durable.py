@@ -16,10 +16,10 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from chat.live.events import LostTurnError, append_event
-from chat.live.service import turn_acquire
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import text_event
+from live.log import LostTurnError, append_event
+from live.service import turn_acquire
 from tests.live_support import SSEClient, apply_rewind, cite, database_url, script, step, text, tool_use
 from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
 
@@ -216,7 +216,7 @@ def crash_after_tool_rounds(web, worker, token, rounds: int, turns: int = 1) -> 
 
 
 def log_events(turn_id):
-    from chat.live.events import format_sse
+    from live.sse import format_sse
     from tests.live_support import parse_sse
 
     rows = LiveTurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("seq", "event", "data")

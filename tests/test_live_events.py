@@ -11,11 +11,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from citations.live_events import DATA_KEYS, EventName
+from tests.ast_support import APPS as ALL_APPS
 from tests.ast_support import docstring_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME = ROOT / "citations" / "live_events.py"
-APPS = ("silvia", "citations", "chat", "pages", "finance", "devtools")
+APPS = ALL_APPS
 
 
 def docs_event_table() -> list[tuple[str, list[str] | None]]:
@@ -65,7 +66,7 @@ def _literals_outside_dict_keys(tree: ast.AST) -> list[ast.Constant]:
 # Where the words are the Anthropic format's, not our events': a content block or delta of type "text",
 # a message `role`, LiveTurnStatus's "done", the Messages API's own stream `error` event.
 _ANTHROPIC_FORMAT = {"text", "message", "error", "done"}
-_EVENT_MODULES = [ROOT / "chat" / "live", ROOT / "chat" / "api"]
+_EVENT_MODULES = [ROOT / "live", ROOT / "chat" / "api"]
 
 
 @pytest.mark.parametrize("path", [p for d in _EVENT_MODULES for p in sorted(d.rglob("*.py"))], ids=str)

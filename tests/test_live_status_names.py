@@ -26,9 +26,10 @@ from pathlib import Path
 import pytest
 
 from chat.models import LiveTurnStatus
+from tests.ast_support import APPS
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("citations", "finance", "chat", "pages", "silvia", "devtools", "bench")
+SCANNED = (*APPS, "bench")
 STATUSES = frozenset(status.value for status in LiveTurnStatus)
 
 # Modules being rewritten whose status literals go with that work (strict: a clean module's entry must go).

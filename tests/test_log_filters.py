@@ -139,9 +139,7 @@ def test_every_traceback_loses_its_messages_whatever_the_exception():
     # The SDK's error for tool input it cannot parse quotes the input (issue 20).
     sdk_error = ValueError(f'Unable to parse tool parameter JSON from model. JSON: {{"query": "{ACCOUNT}"')
     for exc in (sdk_error, RuntimeError(ACCOUNT), KeyError(ACCOUNT)):
-        record = logging.LogRecord(
-            "chat.live.runner", logging.ERROR, __file__, 1, "turn %s failed", ("t1",), _raised(exc)
-        )
+        record = logging.LogRecord("live.runner", logging.ERROR, __file__, 1, "turn %s failed", ("t1",), _raised(exc))
         PrivacyFilter().filter(record)
         PrivacyFilter().filter(record)  # a second handler sees the same record
         text = logging.Formatter().format(record)

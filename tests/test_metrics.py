@@ -27,14 +27,14 @@ from django.test import Client
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from chat import metrics
 from chat.backfill import backfill_citation_targets
 from chat.models import ChatLog, LiveTurn
-from chat.tools.measured import MeasuredTool
-from chat.tools.registry import configured_tools
 from citations.tools import ToolError
+from telemetry import metrics
 from tests.factories import ChatLogFactory, UserFactory
 from tests.uvicorn_server import subprocess_database_url, uvicorn_server
+from tools.measured import MeasuredTool
+from tools.registry import configured_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "turns"
@@ -215,7 +215,7 @@ def test_an_sse_stream_is_counted_open_while_it_is_served():
 
 def test_the_sdks_retries_and_the_apis_responses_are_counted(recorded_model_server, settings):
     """The turns' client (`model_client()`) against the recorded model's 529 then a message."""
-    from chat.live.runner import model_client
+    from live.model_client import model_client
 
     settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = recorded_model_server.base_url, "test-key"
     settings.ANTHROPIC_MAX_RETRIES = 2
@@ -240,8 +240,8 @@ def test_the_sdks_retries_and_the_apis_responses_are_counted(recorded_model_serv
 def test_turns_failed_without_a_run_are_counted_by_their_type(maya, settings):
     """A turn whose workers stopped too often (`interrupted`, at its next delivery) and a queued turn whose
     task the broker refused (`queue_unavailable`, in the web process) end failed without a runner."""
-    from chat.live.service import _fail_queued, turn_acquire
     from chat.models import LiveTurnEvent
+    from live.service import _fail_queued, turn_acquire
 
     def counted(error_type: str) -> float:
         return _value("silvia_turns_finished_total", outcome="failed", error_type=error_type)

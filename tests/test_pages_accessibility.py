@@ -16,7 +16,7 @@ from tests.markdown_answers import CARDS_SOURCE, DEADLINES_SOURCE, IRS_URL, over
 pytestmark = BROWSER_MARKS
 
 CARD_SESSION = "d93ada3e-af5f-4e4e-823c-781fec71f26d"  # examples/turns/01-card-balances.json
-SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"  # finance/demo.py
+SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"  # finance/demo_data.py
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -22,7 +22,7 @@ from tests.markdown_answers import CARDS_SOURCE, DEADLINES_SOURCE, IRS_URL, OVER
 pytestmark = BROWSER_MARKS
 
 CARD_SESSION = "d93ada3e-af5f-4e4e-823c-781fec71f26d"  # examples/turns/01-card-balances.json
-# maya's two cards in finance/demo.py, both labelled "Credit card" in account_name.
+# maya's two cards in finance/demo_data.py, both labelled "Credit card" in account_name.
 SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
 DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
 OVERVIEW_TARGETS: dict[str, dict[str, object]] = {

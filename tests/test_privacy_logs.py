@@ -82,8 +82,8 @@ def example_user_texts() -> set[str]:
 
 
 def demo_account_ids() -> set[str]:
-    """The ids of maya's and sam's demo accounts (finance/demo.py)."""
-    from finance.demo import MAYA, SAM
+    """The ids of maya's and sam's demo accounts (finance/demo_data.py)."""
+    from finance.demo_data import MAYA, SAM
 
     return {account[key] for *_, accounts in MAYA + SAM for account in accounts for key in _ID_KEYS if key in account}
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ast_support import APPS
+
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements"
 
@@ -32,7 +34,7 @@ DEV_ONLY = {
     "types-pyyaml",
 }
 # The service's code: what runs on a server (tests/ and bench/ are the dev group's).
-SERVICE_CODE = ("chat", "citations", "finance", "pages", "silvia", "manage.py")
+SERVICE_CODE = (*(app for app in APPS if app != "devtools"), "manage.py")
 
 
 def _name(requirement: str) -> str:

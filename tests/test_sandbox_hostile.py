@@ -21,14 +21,14 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from chat.tools.egress import EgressAllowlist
-from chat.tools.python import MAX_FILE_BYTES, ExecutePythonTool, execute_python_tool
-from chat.tools.registry import configured_tools
-from chat.tools.sandbox import SandboxUnavailable, find_sandbox
 from citations.citable import to_citable_content
 from citations.targets import MarketDataTarget
 from citations.tools import ToolError
 from tests.sandbox_support import QUOTE, FinnhubStandIn, Trap, make_certificate, processes_with, the_sandbox
+from tools.egress import EgressAllowlist
+from tools.python import MAX_FILE_BYTES, ExecutePythonTool, execute_python_tool
+from tools.registry import configured_tools
+from tools.sandbox import SandboxUnavailable, find_sandbox
 
 MB = 1024 * 1024
 FINNHUB = ("finnhub.io", 443)
@@ -361,7 +361,7 @@ def test_not_offered_when_bubblewrap_is_missing_or_cannot_start(settings, caplog
         assert execute_python_tool() is None
         assert "execute_python" not in [tool.name for tool in configured_tools()]
         # One warning per probe, not one per turn.
-        warnings = [r.getMessage() for r in caplog.records if r.name == "chat.tools.sandbox"]
+        warnings = [r.getMessage() for r in caplog.records if r.name == "tools.sandbox"]
         assert len(warnings) == 1 and warnings[0].startswith(f"execute_python is not offered: {reason}")
         with pytest.raises(SandboxUnavailable, match=re.escape(reason)):
             find_sandbox(bwrap=bwrap, interpreter="", run_as_uid=settings.EXECUTE_PYTHON_SANDBOX_UID)

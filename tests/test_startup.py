@@ -24,11 +24,11 @@ LOADED_ON_DEMAND = (
     "httpx",  # the SDK's and search_web's HTTP client
     "pydantic",  # the SDK's types
     "prometheus_client",  # metrics: imported by what records or serves them
-    "chat.live.runner",
-    "chat.live.errors",
-    "chat.tools.registry",
-    "chat.tools.python",
-    "chat.tools.search_web",
+    "live.runner",
+    "live.errors",
+    "tools.registry",
+    "tools.python",
+    "tools.search_web",
     "finance.sql_tool",
     "finance.sql_guard",
     "finance.sql_postgres",
@@ -74,5 +74,5 @@ def test_start_up_imports_nothing_only_a_turn_or_a_tool_needs(step):
     modules = _modules_after(step)
     assert "chat.models" in modules and "finance.models" in modules  # the apps did load
     if step == "check":
-        assert "chat.api.live_views" in modules  # the views were imported, and they stay light
+        assert "live.views" in modules  # the views were imported, and they stay light
     assert [name for name in LOADED_ON_DEMAND if _loaded(modules, name)] == []

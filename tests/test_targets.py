@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from citations.pooling import account_refs_of, accounts_target, merge_account_refs
 from citations.targets import (
     PROVIDERS,
     TARGET_KINDS,
@@ -22,9 +23,6 @@ from citations.targets import (
     PortfolioTarget,
     TaxReferenceTarget,
     WebTarget,
-    account_refs_of,
-    accounts_target,
-    merge_account_refs,
     parse_citation_target,
 )
 from tests.cases import golden_params, load_cases

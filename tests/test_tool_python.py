@@ -12,12 +12,12 @@ import time
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.egress import EgressAllowlist
-from chat.tools.python import ExecutePythonTool, execute_python_tool
 from citations.citable import to_citable_content
 from citations.targets import AnalysisTarget, MarketDataTarget
 from citations.tools import ToolError, ToolExecutor
 from tests.sandbox_support import processes_with, the_sandbox
+from tools.egress import EgressAllowlist
+from tools.python import ExecutePythonTool, execute_python_tool
 
 MB = 1024 * 1024
 

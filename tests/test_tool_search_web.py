@@ -14,11 +14,11 @@ from typing import ClassVar
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.egress import EgressAllowlist
-from chat.tools.search_web import SearchWebTool, results_from_answer, search_web_tool
 from citations.citable import to_citable_content
 from citations.targets import WebTarget
 from citations.tools import ToolError, ToolExecutor
+from tools.egress import EgressAllowlist
+from tools.search_web import SearchWebTool, results_from_answer, search_web_tool
 
 KEY = "exa-secret-key-123"
 

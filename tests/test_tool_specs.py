@@ -10,12 +10,6 @@ from pathlib import Path
 import pytest
 from django.utils.module_loading import import_string
 
-from chat.live.prompts import LEGACY, V5, system_prompt
-from chat.tools import registry
-from chat.tools.library import library_readers
-from chat.tools.python import ExecutePythonTool
-from chat.tools.sandbox import Sandbox
-from chat.tools.search_web import SearchWebTool
 from citations.citable import (
     EXECUTE_PYTHON,
     EXECUTE_SQL,
@@ -31,9 +25,16 @@ from citations.corpus import CORPUS_FOLDERS
 from citations.tools import ToolExecutor
 from citations.turn import TurnRecordError
 from finance.sql_tool import ExecuteSqlTool
+from live.prompts import LEGACY, V5, system_prompt
+from tests.ast_support import APPS as ALL_APPS
+from tools import registry
+from tools.library import library_readers
+from tools.python import ExecutePythonTool
+from tools.sandbox import Sandbox
+from tools.search_web import SearchWebTool
 
 ROOT = Path(__file__).resolve().parent.parent
-APPS = ("citations", "finance", "chat", "pages", "silvia", "devtools")
+APPS = ALL_APPS
 
 #: SPEC section 4's tools, in its order.
 SECTION_4 = [

@@ -1,4 +1,4 @@
-"""`chat.turn_files`: a `.json` list read as a stream, value by value (docs/running.md#importing-turns).
+"""`chat.imports.files`: a `.json` list read as a stream, value by value (docs/running.md#importing-turns).
 
 The scanner must find each record's bytes and the line it starts on
 whatever the chunk boundaries cut: every test here also runs with chunks of
@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from chat import turn_files
-from chat.turn_files import read_turn_records
+from chat.imports import files as turn_files
+from chat.imports.files import read_turn_records
 
 RECORDS = [
     {"n": 1, "text": 'a "quoted" [bracket] {brace} \\ back\\slash', "list": [1, [2, {"x": "]"}]]},

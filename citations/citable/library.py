@@ -4,7 +4,7 @@
 the target kind it cites, what the model is told it reads and what the v5
 prompt calls a document's page; the readers' specs (`LIBRARY_SPECS`), the
 corpus folders (`citations.corpus.CORPUS_FOLDERS`), the source prefixes and
-the executors' descriptions (`chat.tools.library`) are all derived from it.
+the executors' descriptions (`tools.library`) are all derived from it.
 
 Text: the document's `content`.
 """
@@ -154,4 +154,4 @@ LIBRARY_SPECS: tuple[ToolSpec, ...] = tuple(
     )
     for library in LIBRARIES
 )
-"""The three readers (docs/citable.md#library-documents; their executor: `chat.tools.library.LibraryReader`)."""
+"""The three readers (docs/citable.md#library-documents; their executor: `tools.library.LibraryReader`)."""

@@ -191,4 +191,4 @@ EXECUTE_PYTHON = ToolSpec(
         f"{FINNHUB_SOURCE} for other live data; {ANALYSIS_SOURCE} for computed results"
     ),
 )
-"""`execute_python` (docs/citable.md#execute_python; its executor: `chat.tools.python.ExecutePythonTool`)."""
+"""`execute_python` (docs/citable.md#execute_python; its executor: `tools.python.ExecutePythonTool`)."""

@@ -20,7 +20,8 @@ from citations.accounts import ACCOUNT_ID_COLUMNS, account_ref_from_row, is_acco
 from citations.citable.blocks import PORTFOLIO, PORTFOLIO_SOURCE, PORTFOLIO_TITLE, SearchResult, is_blank, value_text
 from citations.citable.spec import ToolSpec
 from citations.json_checks import expect
-from citations.targets import AccountRef, CitationTarget, accounts_target
+from citations.pooling import accounts_target
+from citations.targets import AccountRef, CitationTarget
 
 __all__ = [
     "ACCOUNT_SOURCE_PREFIX",

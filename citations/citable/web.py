@@ -70,4 +70,4 @@ SEARCH_WEB = ToolSpec(
     citable=search_web_blocks,
     prompt_sources="the page's URL",
 )
-"""`search_web` (docs/citable.md#search_web; its executor: `chat.tools.search_web.SearchWebTool`)."""
+"""`search_web` (docs/citable.md#search_web; its executor: `tools.search_web.SearchWebTool`)."""

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat.backfill import DEFAULT_BATCH_SIZE, BackfillReport, backfill_citation_targets, count_rows_to_scan
-from chat.backfill_text import Progress, format_report
+from chat.backfill.text import Progress, format_report
 from chat.models import ChatLog
 
 

@@ -1,6 +1,6 @@
 """`python manage.py import_turns PATH... [--user NAME] [--create-users] [--batch-size N] [limits]`.
 
-Arguments and printing only; the work is `chat.services.TurnImporter`.
+Arguments and printing only; the work is `chat.imports.importer.TurnImporter`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from chat.services import TurnImporter, TurnLimits, import_user
-from chat.turn_files import TurnFileError, count_lines, read_turn_records
+from chat.imports.files import TurnFileError, count_lines, read_turn_records
+from chat.imports.importer import TurnImporter, import_user
+from chat.services import TurnLimits
 from citations.turn import TurnRecordError
 
 PLAIN_PROGRESS_EVERY = 1000

@@ -12,7 +12,7 @@ Three kinds of figures:
   function per point below (`turn_finished`, `first_text`, `model_request`,
   `tool_call`, `turns_imported`, `backfill_batch`, ...), called where the
   thing happens;
-- **read from the database at scrape time** (`LiveTurnsCollector`): turns by
+- **read from the database at scrape time** (`live.collector.LiveTurnsCollector`, passed to `render`): turns by
   state, failures by error type and the queue depth. The database already
   holds them, whichever process ran a turn; a gauge kept by processes
   would be wrong after a worker is killed mid-turn, and needs no
@@ -45,12 +45,10 @@ from prometheus_client import (
     disable_created_metrics,
 )
 from prometheus_client import multiprocess as _multiprocess
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
 __all__ = [
-    "LiveTurnsCollector",
     "backfill_batch",
     "count_open_stream",
     "first_text",
@@ -291,39 +289,6 @@ def sample_pool(*, every_seconds: float = 1.0) -> None:
 # --- scraping ---------------------------------------------------------------------------------------------------
 
 
-class LiveTurnsCollector(Collector):
-    """Read at scrape time from the database: `silvia_live_turns{state}` (every `LiveTurnStatus`, 0 when none),
-    `silvia_live_turns_failed{error_type}` and `silvia_live_turn_queue_depth` (turns `queued`: waiting
-    for a job-engine worker, docs/job-engine.md)."""
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        from django.db.models import Count
-        from django.db.models.fields.json import KT
-
-        from chat.models import LiveTurn, LiveTurnStatus
-
-        by_state = dict(LiveTurn.objects.order_by().values_list("status").annotate(n=Count("pk")))
-        states = GaugeMetricFamily("silvia_live_turns", "Live turns stored, by state.", labels=["state"])
-        for status in LiveTurnStatus.values:
-            states.add_metric([status], by_state.get(status, 0))
-        yield states
-        queue = GaugeMetricFamily("silvia_live_turn_queue_depth", "Live turns waiting for a worker (state queued).")
-        queue.add_metric([], by_state.get(LiveTurnStatus.QUEUED, 0))
-        yield queue
-        failed = GaugeMetricFamily(
-            "silvia_live_turns_failed", "Failed live turns stored, by the error event's type.", labels=["error_type"]
-        )
-        rows = (
-            LiveTurn.objects.filter(status=LiveTurnStatus.FAILED)
-            .order_by()
-            .values_list(KT("error__type"))
-            .annotate(n=Count("pk"))
-        )
-        for error_type, count in rows:
-            failed.add_metric([str(error_type or "")], count)
-        yield failed
-
-
 def multiprocess_dir() -> Path | None:
     """The directory of multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`), or None: one process's figures."""
     value = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
@@ -356,9 +321,10 @@ def _forget_dead_processes(directory: Path) -> None:
             pass  # alive, another user's
 
 
-def render() -> tuple[bytes, str]:
+def render(database: Iterable[Collector] = ()) -> tuple[bytes, str]:
     """The exposition (Prometheus text format) and its content type: every process's figures in
-    multiprocess mode (this process's otherwise), then the database's."""
+    multiprocess mode (this process's otherwise), then those `database`'s collectors read at scrape
+    time (`live.collector.LiveTurnsCollector`)."""
     sample_pool(every_seconds=0)
     directory = multiprocess_dir()
     if directory is not None:
@@ -368,9 +334,10 @@ def render() -> tuple[bytes, str]:
         processes = generate_latest(registry)
     else:
         processes = generate_latest(REGISTRY)
-    database = CollectorRegistry()
-    database.register(LiveTurnsCollector())
+    registry = CollectorRegistry()
+    for collector in database:
+        registry.register(collector)
     with contextlib.suppress(Exception):
-        return processes + generate_latest(database), CONTENT_TYPE_LATEST
+        return processes + generate_latest(registry), CONTENT_TYPE_LATEST
     # The database is down: the processes' figures still say a lot (/readyz says why).
     return processes, CONTENT_TYPE_LATEST

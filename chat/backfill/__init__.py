@@ -42,19 +42,17 @@ reported id) finishes the job.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Field, JSONField, Model, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db.models import Model
 
+from chat.backfill.table import JSON_FIELDS, NOT_JSON, BackfillTable, chunks
 from citations.backfill import CitationListBackfill, backfill_citation_list
 
 __all__ = [
@@ -67,8 +65,6 @@ __all__ = [
 
 DEFAULT_BATCH_SIZE = 1000
 """Rows per batch: short transactions and locks (milliseconds), few round trips."""
-
-JSON_FIELDS = ("citations", "inline_citations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +107,7 @@ class BackfillReport:
 
 
 @dataclass(frozen=True, slots=True)
-class _RowPlan:
+class RowPlan:
     """One row worked out in Python: the malformed reason, or both lists."""
 
     malformed: str | None
@@ -160,7 +156,7 @@ def backfill_citation_targets(
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     if max_batches is not None and max_batches < 1:
         raise ValueError(f"max_batches must be at least 1, not {max_batches}")
-    table = _Table(model, using)
+    table = BackfillTable(model, using)
     report = BackfillReport(dry_run=dry_run)
     cursor_id = table.db_id(after) if after is not None else None
     while max_batches is None or report.batches < max_batches:
@@ -199,10 +195,10 @@ def backfill_rows(
     Batches of `batch_size` rows, each locked, re-read and written as in a
     whole-table run. Returns the report of what it did.
     """
-    table = _Table(model, using)
+    table = BackfillTable(model, using)
     wanted = sorted({parsed for parsed in (_uuid_or_none(value) for value in ids) if parsed is not None})
     report = BackfillReport(dry_run=False)
-    for chunk in _chunks([table.db_id(value) for value in wanted], batch_size):
+    for chunk in chunks([table.db_id(value) for value in wanted], batch_size):
         scanned = table.read(chunk)
         if scanned:
             _run_batch(table, scanned, report, dry_run=False)
@@ -228,11 +224,13 @@ def count_rows_to_scan(
 
     Raises `ValueError` for an `after` that is not a UUID.
     """
-    table = _Table(model, using)
+    table = BackfillTable(model, using)
     return table.count(table.db_id(after) if after is not None else None)
 
 
-def _run_batch(table: _Table, scanned: list[tuple[Any, Any, Any]], report: BackfillReport, *, dry_run: bool) -> None:
+def _run_batch(
+    table: BackfillTable, scanned: list[tuple[Any, Any, Any]], report: BackfillReport, *, dry_run: bool
+) -> None:
     """Plan, lock, re-read and write one batch, then add it to `report`.
 
     The report changes only once the batch has committed, so an interrupted
@@ -270,28 +268,25 @@ def _run_batch(table: _Table, scanned: list[tuple[Any, Any, Any]], report: Backf
     report.rows_changed += changed_rows
     report.typed.update(typed)
     if not dry_run:
-        from chat import metrics  # with the first batch, not with this module (docs/metrics.md)
+        from telemetry import metrics  # with the first batch, not with this module (docs/metrics.md)
 
         metrics.backfill_batch(scanned=len(scanned), changed=changed_rows, malformed=malformed_rows, typed=typed)
 
 
-def _plan_row(table: _Table, citations: Any, inline_citations: Any) -> _RowPlan:
+def _plan_row(table: BackfillTable, citations: Any, inline_citations: Any) -> RowPlan:
     """Decode and backfill both columns of one row, or say why it is malformed."""
     results = []
     for name, raw in zip(JSON_FIELDS, (citations, inline_citations), strict=True):
         value = table.decode(name, raw)
         result = backfill_citation_list(value)
         if result is None:
-            return _RowPlan(malformed=f"{name} {_describe_malformed(value)}")
+            return RowPlan(malformed=f"{name} {_describe_malformed(value)}")
         results.append(result)
-    return _RowPlan(None, *results)
-
-
-_NOT_JSON = object()
+    return RowPlan(None, *results)
 
 
 def _describe_malformed(value: Any) -> str:
-    if value is _NOT_JSON:
+    if value is NOT_JSON:
         return "is not JSON"
     if value is None:
         return "is null"
@@ -300,158 +295,3 @@ def _describe_malformed(value: Any) -> str:
     if isinstance(value, str):
         return "is a string (double-encoded JSON?)"
     return f"is {'an object' if isinstance(value, dict) else 'a ' + type(value).__name__}"
-
-
-def _json_field(model: type[Model], name: str) -> JSONField[Any, Any]:
-    field = model._meta.get_field(name)
-    if not isinstance(field, JSONField):
-        raise TypeError(f"{model.__name__}.{name} is not a JSONField")
-    return field
-
-
-def _column(field: Field[Any, Any]) -> str:
-    if field.column is None:
-        raise TypeError(f"{field.name} has no column")
-    return field.column
-
-
-class _Table:
-    """One model's table on one connection (PostgreSQL or SQLite): ORM reads, one raw write per batch."""
-
-    def __init__(self, model: type[Model], alias: str) -> None:
-        self.alias = alias
-        self.manager = model._default_manager
-        self.connection = connections[alias]
-        pk = model._meta.pk
-        if pk is None:
-            raise TypeError(f"{model.__name__} has no primary key")
-        self.pk: Field[Any, Any] = pk
-        self.json_fields = {name: _json_field(model, name) for name in JSON_FIELDS}
-        self.written: list[Field[Any, Any]] = [self.pk, *self.json_fields.values()]
-        qn = self.connection.ops.quote_name
-        self.table = qn(model._meta.db_table)
-        self.pk_column = qn(_column(self.pk))
-        self.columns = ", ".join(qn(_column(f)) for f in self.written)
-        self.is_postgresql = self.connection.vendor == "postgresql"
-
-    # ids are UUIDs: the ORM reads and writes them in the database's representation.
-    def db_id(self, value: uuid.UUID | str) -> uuid.UUID:
-        try:
-            return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-        except ValueError:
-            raise ValueError(f"not a UUID: {value!r}") from None
-
-    def text_id(self, db_value: Any) -> str:
-        return str(db_value)
-
-    def decode(self, name: str, raw: Any) -> Any:
-        if not isinstance(raw, (str, bytes)):
-            return raw  # SQL NULL, or a driver that already decoded it
-        try:
-            return json.loads(raw, cls=self.json_fields[name].decoder)
-        except ValueError:
-            # Both databases refuse invalid JSON in these columns (jsonb;
-            # Django's JSON_VALID check on SQLite), but a table restored
-            # without the check must not stop the run.
-            return _NOT_JSON
-
-    def encode(self, name: str, value: Any) -> str:
-        return json.dumps(value, cls=self.json_fields[name].encoder)
-
-    def _rows(self, after: Any = None) -> QuerySet[Any, tuple[Any, Any, Any]]:
-        """(id, citations, inline_citations) in id order, the JSON as its stored text (decoded by `decode`)."""
-        rows = self.manager.using(self.alias).order_by("pk")
-        if after is not None:
-            rows = rows.filter(pk__gt=after)
-        return rows.values_list("pk", *(Cast(name, TextField()) for name in JSON_FIELDS))
-
-    def count(self, after: Any) -> int:
-        return self._rows(after).count()
-
-    def scan(self, after: Any, limit: int) -> list[tuple[Any, Any, Any]]:
-        return list(self._rows(after)[:limit])
-
-    def lock_and_read(self, ids: Sequence[Any]) -> list[tuple[Any, Any, Any]]:
-        """Lock these rows (PostgreSQL) and read them as stored now; call inside a transaction."""
-        return self.read(ids, lock=True)
-
-    def read(self, ids: Sequence[Any], *, lock: bool = False) -> list[tuple[Any, Any, Any]]:
-        """These rows as stored now, in id order (locked `FOR UPDATE` with `lock`)."""
-        # Id order: concurrent backfills take their locks in the same order.
-        rows: list[tuple[Any, Any, Any]] = []
-        for chunk in _chunks(ids, self._max_params()):
-            chosen = self._rows().filter(pk__in=chunk)
-            rows.extend(chosen.select_for_update() if lock else chosen)
-        return sorted(rows, key=lambda row: row[0])
-
-    def write(self, plans: list[tuple[Any, _RowPlan]]) -> None:
-        """Write the two JSON columns of these rows; nothing else."""
-        if not plans:
-            return
-        rows = []
-        for row_id, plan in plans:
-            citations, inline_citations = plan.lists
-            rows.append((row_id, citations.value, inline_citations.value))
-        if self.is_postgresql:
-            self._write_postgresql(rows)
-        else:
-            self._write_sqlite(rows)
-
-    def _write_postgresql(self, rows: list[tuple[Any, ...]]) -> None:
-        # The whole batch travels as one JSON array of row objects, unpacked
-        # by jsonb_to_recordset: one statement and one parameter whatever the
-        # batch size. (Arrays per column, `unnest(%s::jsonb[], ...)`, measured
-        # 2.5x slower: psycopg quotes array elements in Python when binding
-        # client-side, as Django does.)
-        names = [_column(f) for f in self.written]
-        batch = [dict(zip(names, (str(row[0]), *row[1:]), strict=True)) for row in rows]
-        qn = self.connection.ops.quote_name
-        definitions = ", ".join(f"{qn(_column(f))} {f.cast_db_type(self.connection)}" for f in self.written)
-        assignments = ", ".join(f"{qn(name)} = v.{qn(name)}" for name in names[1:])
-        # Raw: bench/orm_vs_raw.py "backfill write" (bulk_update: 2x).
-        with self.connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {self.table} SET {assignments} "  # noqa: S608 - as count(); the batch is one parameter
-                f"FROM jsonb_to_recordset(%s::jsonb) AS v({definitions}) "
-                f"WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
-                [json.dumps(batch, cls=self.json_fields["citations"].encoder)],
-            )
-
-    def _write_sqlite(self, rows: list[tuple[Any, ...]]) -> None:
-        # UPDATE ... FROM a VALUES list: one statement per batch unless the
-        # batch has more values than SQLite takes parameters.
-        qn = self.connection.ops.quote_name
-        columns = [qn(_column(f)) for f in self.written]
-        assignments = ", ".join(f"{c} = v.{c}" for c in columns[1:])
-        row_sql = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        prep = self.pk.get_db_prep_value
-        encoded = [
-            (prep(row[0], self.connection), self.encode("citations", row[1]), self.encode("inline_citations", row[2]))
-            for row in rows
-        ]
-        # Raw: as `_write_postgresql` (bench/orm_vs_raw.py "backfill write").
-        with self.connection.cursor() as cursor:
-            for chunk in _chunks(encoded, max(1, self._max_params() // len(columns))):
-                cursor.execute(
-                    f"WITH v({', '.join(columns)}) AS (VALUES {', '.join([row_sql] * len(chunk))}) "  # noqa: S608 - as count()
-                    f"UPDATE {self.table} SET {assignments} FROM v "
-                    f"WHERE {self.table}.{self.pk_column} = v.{self.pk_column}",
-                    [value for row in chunk for value in row],
-                )
-
-    def _max_params(self) -> int:
-        # SQLite's real limit (32766 since 3.32) rather than Django's
-        # conservative 999, so that a batch is one statement where possible.
-        if self.is_postgresql:
-            return 65535  # a protocol limit; a batch is far below it
-        self.connection.ensure_connection()
-        raw = self.connection.connection
-        getlimit = getattr(raw, "getlimit", None)
-        if getlimit is not None:
-            return getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-        return self.connection.features.max_query_params or 999
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -1,9 +1,9 @@
 """`execute_python`: run model-written Python in a bubblewrap sandbox (docs/tools.md, docs/sandbox.md).
 
 Off unless `EXECUTE_PYTHON_ENABLED=true`, and never offered when the sandbox
-cannot start (`chat.tools.sandbox.find_sandbox`): there is no unconfined
+cannot start (`tools.sandbox.find_sandbox`): there is no unconfined
 fallback. Each call runs `python -I -S -B -X utf8` (standard library only)
-inside a new sandbox (`chat.tools.sandbox.Sandbox.command`): its own uid,
+inside a new sandbox (`tools.sandbox.Sandbox.command`): its own uid,
 pid, network, mount, IPC and UTS namespaces, a read-only minimal root, a
 fresh size-capped tmpfs at `/tmp` as the working folder, and an environment
 holding only what this module passes. A bootstrap in the sandbox sets CPU,
@@ -12,8 +12,8 @@ code runs; the code arrives on stdin, so nothing of it touches the host's
 disk.
 
 The network is the sandbox's own loopback only. When the egress allowlist
-(`chat.tools.egress`) is not empty, a CONNECT-only proxy
-(`chat.tools.egress_proxy.EgressProxy`) serves it on a Unix socket bound into
+(`tools.egress`) is not empty, a CONNECT-only proxy
+(`tools.egress_proxy.EgressProxy`) serves it on a Unix socket bound into
 the sandbox for this call, and the bootstrap relays `127.0.0.1:<port>` inside
 to that socket and sets `https_proxy`: `urllib.request` reaches
 `https://finnhub.io/...` through it, and nothing else.
@@ -32,16 +32,17 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.egress import EgressAllowlist, egress_allowlist
-from chat.tools.egress_proxy import EgressProxy
-from chat.tools.sandbox import EGRESS_SOCKET, Sandbox, SandboxUnavailable, find_sandbox
 from citations.citable import EXECUTE_PYTHON
 from citations.tools import ToolError
+from tools.egress import EgressAllowlist, egress_allowlist
+from tools.egress_proxy import EgressProxy
+from tools.sandbox import EGRESS_SOCKET, Sandbox, SandboxUnavailable, find_sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -52,69 +53,9 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 #: Open files per process (RLIMIT_NOFILE).
 MAX_OPEN_FILES = 256
 
-# Runs in the sandbox before the code: read the code from stdin into
-# main.py, start the egress relay when the proxy's socket is there, set the
-# limits (hard = soft, so the code cannot raise them; CPU's hard limit one
-# second above, so a program that ignores SIGXCPU is killed), then run the
-# code as `__main__`.
-_BOOTSTRAP = """\
-import os, resource, runpy, select, socket, sys, threading
-cpu, memory, fsize, nproc, nofile = (int(a) for a in sys.argv[1:6])
-SOCKET = sys.argv[6]
-with open("main.py", "wb") as f:
-    f.write(sys.stdin.buffer.read())
-null = os.open(os.devnull, os.O_RDONLY)
-os.dup2(null, 0)
-os.close(null)
-
-def _pump(client, upstream):
-    peers = {client: upstream, upstream: client}
-    try:
-        while True:
-            for s in select.select(list(peers), [], [])[0]:
-                data = s.recv(65536)
-                if not data:
-                    return
-                peers[s].sendall(data)
-    except OSError:
-        pass
-    finally:
-        client.close()
-        upstream.close()
-
-def _relay(server):
-    while True:
-        client = server.accept()[0]
-        upstream = socket.socket(socket.AF_UNIX)
-        try:
-            upstream.connect(SOCKET)
-        except OSError:
-            client.close()
-            upstream.close()
-            continue
-        threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
-
-if os.path.exists(SOCKET):
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    proxy = "http://127.0.0.1:" + str(server.getsockname()[1])
-    for name in ("https_proxy", "HTTPS_PROXY"):
-        os.environ[name] = proxy
-    threading.Thread(target=_relay, args=(server,), daemon=True).start()
-for limit, value in (
-    (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-    (resource.RLIMIT_AS, (memory, memory)),
-    (resource.RLIMIT_FSIZE, (fsize, fsize)),
-    (resource.RLIMIT_NPROC, (nproc, nproc)),
-    (resource.RLIMIT_NOFILE, (nofile, nofile)),
-    (resource.RLIMIT_CORE, (0, 0)),
-):
-    resource.setrlimit(limit, value)
-sys.argv = ["main.py"]
-del cpu, memory, fsize, nproc, nofile, limit, value, f
-runpy.run_path("main.py", run_name="__main__")
-"""
+# Runs in the sandbox before the code (tools/sandbox_bootstrap.py, passed as `-c`): it reads the code,
+# starts the egress relay and sets the limits (see that file).
+_BOOTSTRAP = (Path(__file__).parent / "sandbox_bootstrap.py").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True, kw_only=True)

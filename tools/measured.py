@@ -24,7 +24,7 @@ class MeasuredTool:
         return self.tool.definition()
 
     def run(self, tool_input: dict[str, Any], *, user: Any) -> dict[str, Any]:
-        from chat import metrics  # with the first call, not at start-up (docs/metrics.md)
+        from telemetry import metrics  # with the first call, not at start-up (docs/metrics.md)
 
         started, outcome = time.perf_counter(), "error"
         try:

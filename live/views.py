@@ -1,4 +1,4 @@
-"""Live turns over SSE (docs/live.md): thin views over `chat.live`."""
+"""Live turns over SSE (docs/live.md): thin views over `live`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from chat.api.schema import EVENT_ID, EVENT_STREAM
-from chat.live.events import release_connection
-from chat.live.service import (
+from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
+from citations.uuids import parse_uuid
+from live.log import release_connection
+from live.service import (
     ModelNotConfiguredError,
     QueueFullError,
     QueueUnavailableError,
@@ -28,9 +30,7 @@ from chat.live.service import (
     TurnLimitError,
     turn_start,
 )
-from chat.live.streaming import STREAM_SLOTS, event_stream
-from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
-from citations.uuids import parse_uuid
+from live.streaming import STREAM_SLOTS, event_stream
 
 
 class _AlwaysJSON(BaseContentNegotiation):
@@ -56,7 +56,7 @@ _STREAM = OpenApiResponse(EVENT_STREAM, description="The turn's events (docs/liv
 def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int, *, view: str) -> StreamingHttpResponse:
     """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI.
     Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md)."""
-    from chat.metrics import count_open_stream  # with the first stream, not at start-up
+    from telemetry.metrics import count_open_stream  # with the first stream, not at start-up
 
     stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
     stream = count_open_stream(stream, view=view)

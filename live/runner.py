@@ -2,11 +2,11 @@
 
 `run_turn(turn_id, token)` runs one claimed turn to its end from its last
 checkpoint: model steps streamed through the official `anthropic` SDK into
-the turn's `citations.assembler.TurnAssembler` (`chat.live.model_step`), each
+the turn's `citations.assembler.TurnAssembler` (`live.model_step`), each
 `tool_use` executed by its `ToolExecutor` and its output written to the
 turn's registry by the assembler before the next step, a checkpoint after
 each tool round or `pause_turn` continuation. Every event goes to the
-durable log (`chat.live.events`) before any client sees it. A finished turn
+durable log (`live.log`) before any client sees it. A finished turn
 is a SPEC 7 turn record saved with `chat.services.save_turn`, with the
 assembler's result, so the row is what streamed; the row and the final
 events commit together. A failed one ends with an `error` event (or, when
@@ -24,29 +24,17 @@ ends the turn, and `done` carries it.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import logging
-import threading
-import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import anthropic
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
-from chat import metrics  # this module loads with the first turn only (tests/test_startup.py)
-from chat.live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
-from chat.live.errors import TurnFailure, failure_from_exception, where_raised
-from chat.live.events import EventWriter, LostTurnError, append_events, encode, sqlite_write_lock, turn_fail
-from chat.live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
-from chat.live.prompts import system_prompt
 from chat.models import LiveTurn, LiveTurnStatus
 from chat.services import save_turn
-from chat.tools.registry import configured_tools
 from citations.live_events import (
     EventName,
     StreamEvent,
@@ -58,8 +46,18 @@ from citations.live_events import (
 from citations.text import storable_json
 from citations.tools import ToolError, ToolExecutor
 from citations.turn import TurnRecordError
+from live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
+from live.db import sqlite_write_lock
+from live.errors import TurnFailure, failure_from_exception, where_raised
+from live.log import LostTurnError, append_events, encode, turn_fail
+from live.model_client import model_client, model_request_timed
+from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
+from live.prompts import system_prompt
+from live.writer import EventWriter
+from telemetry import metrics  # this module loads with the first turn only (tests/test_startup.py)
+from tools.registry import configured_tools
 
-__all__ = ["model_client", "run_turn"]
+__all__ = ["run_turn"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,36 +67,6 @@ logger = logging.getLogger(__name__)
 _tool_pool = concurrent.futures.ThreadPoolExecutor(
     max_workers=settings.CELERY_WORKER_CONCURRENCY, thread_name_prefix="live-tool"
 )
-
-
-_clients: dict[tuple[Any, ...], anthropic.Anthropic] = {}
-_clients_lock = threading.Lock()
-
-
-def model_client() -> anthropic.Anthropic:
-    """The SDK client, configured from settings (key, base URL, timeout, retry budget).
-
-    One per configuration and process, shared by the turn threads (the SDK
-    client is thread-safe): a new one per step would pay for a TLS context
-    and a connection pool each time.
-    """
-    key = (
-        settings.ANTHROPIC_API_KEY,
-        settings.ANTHROPIC_BASE_URL,
-        settings.ANTHROPIC_TIMEOUT_SECONDS,
-        settings.ANTHROPIC_MAX_RETRIES,
-    )
-    with _clients_lock:
-        if key not in _clients:
-            _clients[key] = anthropic.Anthropic(
-                api_key=settings.ANTHROPIC_API_KEY or "no-key-configured",
-                base_url=settings.ANTHROPIC_BASE_URL,
-                timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
-                max_retries=settings.ANTHROPIC_MAX_RETRIES,
-                # Each attempt's status and the SDK's retries, counted (silvia_model_http_responses_total).
-                http_client=anthropic.DefaultHttpxClient(event_hooks=metrics.model_http_event_hooks()),
-            )
-        return _clients[key]
 
 
 class TurnRunner:
@@ -214,7 +182,7 @@ class TurnRunner:
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
-        with _model_request_timed(), model_client().messages.create(**request, stream=True) as stream:
+        with model_request_timed(), model_client().messages.create(**request, stream=True) as stream:
             for raw in stream:
                 for event in step.feed(raw):
                     self.emit(event)
@@ -331,23 +299,6 @@ class TurnRunner:
         # The checkpoint stays, for inspection in the admin.
         if turn_fail(self.turn.id, kind=failure.kind, message=failure.message, token=self.token):
             metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=self.seconds())
-
-
-@contextlib.contextmanager
-def _model_request_timed() -> Iterator[None]:
-    """One model step's request in `silvia_model_request_seconds`: `ok`, or the failure's kind."""
-    started, outcome = time.perf_counter(), "ok"
-    try:
-        yield
-    except LostTurnError:
-        outcome = ""  # another worker took the turn: this one stopped reading, the model did not fail
-        raise
-    except Exception as error:
-        outcome = failure_from_exception(error).kind
-        raise
-    finally:
-        if outcome:
-            metrics.model_request(seconds=time.perf_counter() - started, outcome=outcome)
 
 
 def _run_tool_in_thread(tool: ToolExecutor, tool_input: dict[str, Any], user: Any) -> dict[str, Any]:

@@ -19,8 +19,8 @@ def run_live_turn(turn_id: str) -> None:
     old worker's writes fail; a finished one is a no-op. The same function
     runs on RabbitMQ in production and on the embedded filesystem broker.
     """
-    from chat.live.runner import run_turn
-    from chat.live.service import turn_acquire
+    from live.runner import run_turn
+    from live.service import turn_acquire
 
     turn_uuid = uuid.UUID(turn_id)
     token = turn_acquire(turn_uuid)

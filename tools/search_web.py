@@ -5,7 +5,7 @@
 `{"results": [{"url", "title", "text"}, ...]}`, each field a `str` or `None`,
 which `citations.citable.to_citable_content("search_web", ...)` reads.
 
-Its connections go through the egress allowlist (`chat.tools.egress_http`),
+Its connections go through the egress allowlist (`tools.egress_http`),
 the same one the `execute_python` sandbox's proxy serves: the base URL's host
 is on it when `EXA_API_KEY` is set, and a name resolving to a private address
 is refused (docs/sandbox.md#network).
@@ -28,10 +28,10 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from chat.tools.egress import EgressAllowlist, EgressRefused, egress_allowlist, url_host
-from chat.tools.egress_http import allowlist_transport
 from citations.citable import SEARCH_WEB
 from citations.tools import ToolError
+from tools.egress import EgressAllowlist, EgressRefused, egress_allowlist, url_host
+from tools.egress_http import allowlist_transport
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from django.conf import settings
 
 __all__ = ["NOT_CONFIGURED", "model_configured", "warn_if_no_model"]
 
-logger = logging.getLogger("chat.live")
+logger = logging.getLogger("live")
 
 NOT_CONFIGURED = "Live answers are not configured on this server."
 

@@ -22,11 +22,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from chat.live.checkpoint import initial_checkpoint
-from chat.live.configured import NOT_CONFIGURED, model_configured
-from chat.live.events import encode, notify_commit, sqlite_write_lock, turn_fail
 from chat.models import ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import error_event, turn_event
+from live.checkpoint import initial_checkpoint
+from live.configured import NOT_CONFIGURED, model_configured
+from live.db import sqlite_write_lock
+from live.log import encode, turn_fail
+from live.wakeups import notify_commit
 
 __all__ = [
     "ModelNotConfiguredError",
@@ -115,7 +117,7 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
 
 
 def _enqueue(turn: LiveTurn) -> None:
-    from chat.tasks import run_live_turn  # loads Celery on the first turn, not at start-up
+    from live.tasks import run_live_turn  # loads Celery on the first turn, not at start-up
 
     try:
         run_live_turn.delay(str(turn.id))
@@ -162,7 +164,7 @@ def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
             return token
         if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
             # The log is kept whole: the run goes on after its last id and rewinds
-            # what its checkpoint does not hold (chat.live.checkpoint.resume_rewind).
+            # what its checkpoint does not hold (live.checkpoint.resume_rewind).
             LiveTurn.objects.filter(pk=turn_id).update(worker_token=token, resume_count=F("resume_count") + 1)
             logger.info("turn %s taken over from a stopped worker", turn_id)
             return token
@@ -173,14 +175,14 @@ def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
 
 
 def _count_failed(turn: LiveTurn, kind: str) -> None:
-    from chat import metrics  # with the first failure, not at start-up (docs/metrics.md)
+    from telemetry import metrics  # with the first failure, not at start-up (docs/metrics.md)
 
     metrics.turn_finished(outcome="failed", error_type=kind, seconds=(timezone.now() - turn.created_at).total_seconds())
 
 
 def turns_orphaned_requeue() -> int:
     """Queue again every running turn (the embedded worker's start: no other worker can be running them)."""
-    from chat.tasks import run_live_turn
+    from live.tasks import run_live_turn
 
     turn_ids = list(LiveTurn.objects.filter(status=LiveTurnStatus.RUNNING).values_list("pk", flat=True))
     for turn_id in turn_ids:

@@ -1,7 +1,7 @@
 """Admin for live turns (issues 10 and 18): queued, running, failed and resumed turns, read-only.
 
 A failed turn keeps its checkpoint for inspection; a stored one links to its
-`ai_chat_logs` row. Nothing here writes: turns are run by `chat.live`.
+`ai_chat_logs` row. Nothing here writes: turns are run by `live`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """An httpx transport whose every connection goes through the egress allowlist (docs/sandbox.md#network).
 
 `search_web`'s requests to Exa use it, so the service's own fetches obey the
-same allowlist as the sandbox's proxy: `chat.tools.egress.checked_addresses`
+same allowlist as the sandbox's proxy: `tools.egress.checked_addresses`
 checks the host, resolves it once and refuses a private address; the
 connection is then made to that checked address (TLS still verifies the
 host name). httpcore, httpx's engine, takes the connecting part as a
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import httpcore
 import httpx
 
-from chat.tools.egress import EgressAllowlist, checked_addresses
+from tools.egress import EgressAllowlist, checked_addresses
 
 __all__ = ["allowlist_transport"]
 
@@ -55,7 +55,7 @@ class _AllowlistTransport(httpx.HTTPTransport):
 def allowlist_transport(allowlist: EgressAllowlist) -> httpx.HTTPTransport:
     """An `httpx.HTTPTransport` connecting only as `allowlist` allows.
 
-    A refused host raises `chat.tools.egress.EgressRefused` (before any
+    A refused host raises `tools.egress.EgressRefused` (before any
     connection); a host that does not answer, httpx's `ConnectError`.
     """
     return _AllowlistTransport(allowlist)

@@ -5,7 +5,7 @@ only way out. Each connection sends one `CONNECT host:port` request (parsed
 by h11); the proxy answers:
 
 - `403` when `host:port` is not on the allowlist: before any DNS lookup or
-  connection (`chat.tools.egress.open_upstream` refuses first);
+  connection (`tools.egress.open_upstream` refuses first);
 - `405` for any other method: plain-HTTP forwarding is not offered, so the
   proxy never reads, rewrites or trusts a request's `Host` header or URL,
   and a key is never sent in clear text;
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import h11
 
-from chat.tools.egress import EgressAllowlist, EgressRefused, Resolver, open_upstream
+from tools.egress import EgressAllowlist, EgressRefused, Resolver, open_upstream
 
 __all__ = ["EgressProxy", "ProxyCounts"]
 

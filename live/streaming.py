@@ -9,7 +9,7 @@ the other kind. A queued turn's stream sends `turn` at once, then
 keep-alives until a worker takes it. A stream holds no database connection
 while it waits: each read borrows one from the pool and returns it. On
 PostgreSQL a wake-up's `NOTIFY` usually carries the new events
-(`chat.live.events.notify_payload`): those are sent without reading the log.
+(`live.wakeups.notify_payload`): those are sent without reading the log.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from chat.live.events import events_after, format_retry, format_sse, notifier, release_connection
-from chat.live.listener import ensure_listener
 from chat.models import ACTIVE_STATUSES, LiveTurn
 from citations.live_events import FINAL_EVENTS
+from live.log import events_after, release_connection
+from live.sse import KEEPALIVE, format_retry, format_sse
+from live.wakeups import ensure_listener, notifier
 
 __all__ = ["STREAM_SLOTS", "StreamSlots", "event_stream"]
 
-KEEPALIVE = b": keep-alive\n\n"
+
 BATCH = 1000  # events read at most per query
 
 

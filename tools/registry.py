@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from chat.tools.library import library_readers
-from chat.tools.measured import MeasuredTool
-from chat.tools.python import execute_python_tool
-from chat.tools.search_web import search_web_tool
 from citations.tools import ToolExecutor
 from finance.sql_tool import execute_sql_tool
+from tools.library import library_readers
+from tools.measured import MeasuredTool
+from tools.python import execute_python_tool
+from tools.search_web import search_web_tool
 
 __all__ = ["configured_tools"]
 
@@ -21,7 +21,7 @@ def configured_tools() -> list[ToolExecutor]:
     The library readers are always on. The other tools plug in here, each a
     factory that returns an executor, or None when not configured (no key, or
     switched off), in which case the model is not offered it:
-    `chat.tools.search_web.search_web_tool()`, `chat.tools.python.execute_python_tool()`
+    `tools.search_web.search_web_tool()`, `tools.python.execute_python_tool()`
     and `finance.sql_tool.execute_sql_tool()`. A factory named in
     `LIVE_TOOL_FACTORIES` is added last and replaces a tool of the same name.
     Each comes wrapped in a `MeasuredTool`, which counts and times its calls.

@@ -1,4 +1,4 @@
-"""Django admin for staff: every turn's citations and their targets (issue #3).
+"""The chat logs' admin for staff: every turn's citations and their targets (issue #3).
 
 Both models are read-only here: the service layer is the one way in
 (`chat.services`), and `ai_chat_logs` is the record of what a user was
@@ -11,7 +11,7 @@ Counts, the kind filter and the search are computed by the database from
 the stored JSON itself (`chat.citation_queries`: jsonb/jsonpath with GIN
 indexes on PostgreSQL, JSON1 on SQLite), so a row reads the same whoever
 wrote it (issue 12). The list never loads the JSON into Python. The log
-page's citation tables come from `chat.admin_display` (templates under
+page's citation tables come from `chat.admin.display` (templates under
 `templates/admin/chat/chatlog/display/`); the one-line cells here use
 `format_html`.
 """
@@ -33,16 +33,18 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from chat import admin_display
+from chat.admin import display as admin_display
 from chat.backfill import backfill_rows
 from chat.citation_queries import STATES, HasCitationState, NamesAccount, SourceContains
-from chat.models import ChatLog, ChatSession
+from chat.models import ChatLog
 from chat.selectors import chat_logs_with_citation_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.uuids import parse_uuid
 
 if TYPE_CHECKING:
     from chat.selectors import ChatLogWithCounts
+
+from chat.admin.readonly import ReadOnlyAdmin
 
 #: Columns the log changelist never loads: the JSON and the long texts. The
 #: list shows counts the database computes from the JSON and a short head of the question.
@@ -62,19 +64,6 @@ URL_LOOKUPS = frozenset(
         "session",
     }
 )
-
-
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    """View permission only: no add, no field changes, no delete (see module docstring)."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class TargetKindFilter(admin.SimpleListFilter):
@@ -136,7 +125,7 @@ class ChatLogChangeList(ChangeList):
 
 
 @admin.register(ChatLog)
-class ChatLogAdmin(_ReadOnlyAdmin):
+class ChatLogAdmin(ReadOnlyAdmin):
     """Read-only turns: counts, kind/date/prompt filters and search computed
     from the JSON; a detail page with citation tables."""
 
@@ -358,43 +347,3 @@ class ChatLogAdmin(_ReadOnlyAdmin):
             f"of {len(selected)} selected log(s).{skipped}",
             messages.SUCCESS,
         )
-
-
-@admin.register(ChatSession)
-class ChatSessionAdmin(_ReadOnlyAdmin):
-    """Read-only sessions, linked to their logs."""
-
-    list_display = ("title_or_id", "user", "created_at", "updated_at")
-    list_select_related = ("user",)
-    list_per_page = 100
-    show_full_result_count = False
-    ordering = ("-updated_at", "-id")
-    list_filter = (("updated_at", admin.DateFieldListFilter),)
-    search_fields = ("title",)
-    search_help_text = "Each word must match: a title substring (any case), or exactly a session id or a username."
-    fields = ("id", "title", "user", "created_at", "updated_at", "logs_link")
-    readonly_fields = ("logs_link",)
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).select_related("user")
-
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
-        for word in search_term.split():
-            matches = Q(title__icontains=word) | Q(user__username=word)
-            as_uuid = parse_uuid(word)
-            if as_uuid is not None:
-                matches |= Q(pk=as_uuid)
-            queryset = queryset.filter(matches)
-        return queryset, False
-
-    @admin.display(description="session", ordering="title")
-    def title_or_id(self, session: ChatSession) -> str:
-        return str(session)
-
-    @admin.display(description="turns")
-    def logs_link(self, session: ChatSession) -> str:
-        url = reverse("admin:chat_chatlog_changelist")
-        return format_html('<a href="{}?session__exact={}">{} turn(s) →</a>', url, session.pk, session.logs.count())
-
-
-from chat import admin_live  # noqa: E402,F401  live turns' admin (issue 10)

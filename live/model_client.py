@@ -1,0 +1,65 @@
+"""The model API client of live turns: one SDK client per configuration and process, and its timing."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+from django.conf import settings
+
+from live.errors import failure_from_exception
+from live.log import LostTurnError
+from telemetry import metrics
+
+__all__ = ["model_client", "model_request_timed"]
+
+
+_clients: dict[tuple[Any, ...], anthropic.Anthropic] = {}
+_clients_lock = threading.Lock()
+
+
+def model_client() -> anthropic.Anthropic:
+    """The SDK client, configured from settings (key, base URL, timeout, retry budget).
+
+    One per configuration and process, shared by the turn threads (the SDK
+    client is thread-safe): a new one per step would pay for a TLS context
+    and a connection pool each time.
+    """
+    key = (
+        settings.ANTHROPIC_API_KEY,
+        settings.ANTHROPIC_BASE_URL,
+        settings.ANTHROPIC_TIMEOUT_SECONDS,
+        settings.ANTHROPIC_MAX_RETRIES,
+    )
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = anthropic.Anthropic(
+                api_key=settings.ANTHROPIC_API_KEY or "no-key-configured",
+                base_url=settings.ANTHROPIC_BASE_URL,
+                timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
+                max_retries=settings.ANTHROPIC_MAX_RETRIES,
+                # Each attempt's status and the SDK's retries, counted (silvia_model_http_responses_total).
+                http_client=anthropic.DefaultHttpxClient(event_hooks=metrics.model_http_event_hooks()),
+            )
+        return _clients[key]
+
+
+@contextlib.contextmanager
+def model_request_timed() -> Iterator[None]:
+    """One model step's request in `silvia_model_request_seconds`: `ok`, or the failure's kind."""
+    started, outcome = time.perf_counter(), "ok"
+    try:
+        yield
+    except LostTurnError:
+        outcome = ""  # another worker took the turn: this one stopped reading, the model did not fail
+        raise
+    except Exception as error:
+        outcome = failure_from_exception(error).kind
+        raise
+    finally:
+        if outcome:
+            metrics.model_request(seconds=time.perf_counter() - started, outcome=outcome)
