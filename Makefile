@@ -60,8 +60,8 @@ run-recorded: install
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	ANTHROPIC_BASE_URL=http://127.0.0.1:$(RECORDED_PORT) $(MAKE) run
 
-# Test-only JavaScript: axe-core, which the browser tests inject for their accessibility check
-# (package.json; never served by the pages).
+# Test-only JavaScript: axe-core, which the browser tests inject for their accessibility check, and
+# the Vercel AI SDK (`ai`), whose own reader the AI SDK stream tests run (package.json; never served).
 node_modules/.installed: package.json package-lock.json
 	@command -v npm >/dev/null || { echo "The browser tests' accessibility check needs npm (apt-get install npm)" >&2; exit 1; }
 	npm ci --no-audit --no-fund --silent

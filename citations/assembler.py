@@ -108,6 +108,22 @@ class TurnAssembler:
             self.registry.record(block.source, block.target)
         return blocks
 
+    def tool_sources(self, blocks: Iterable[SearchResult]) -> list[dict[str, Any]]:
+        """The `sources` of a `tool_result` event (docs/live.md#log-only-events), after `tool_call(...)` wrote `blocks`.
+
+        `{"source", "title", "target"?}` per block, in order; `target` is the
+        one the registry holds for the source now (pooled, or none once the
+        source became untyped), the target a citation made next carries.
+        """
+        sources = []
+        for block in blocks:
+            entry: dict[str, Any] = {"source": block.source, "title": block.title}
+            target = self.registry.target_for(block.source)
+            if target is not None:
+                entry["target"] = target.to_json()
+            sources.append(entry)
+        return sources
+
     def assistant_message(self, message: Mapping[str, Any]) -> list[StreamEvent]:
         """Feed one model step whole: a Messages API response object (its `content` and `model`)."""
         events = self.start_step()

@@ -5,11 +5,16 @@ event; no other module spells an event name. `tests/test_live_events.py`
 checks the event table of docs/live.md against `EventName` and
 `DATA_KEYS`, and `chat.api.schema` describes each payload in the OpenAPI
 schema from the same names.
+
+The log also holds events our own stream never sends: `LogOnlyEventName`
+(docs/live.md#log-only-events), read by the AI SDK stream
+(`citations.ai_sdk`) and skipped by ours, whose ids may then have gaps
+(they only need to increase). docs/live.md has a table of their own for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -17,7 +22,10 @@ from typing import Any
 __all__ = [
     "DATA_KEYS",
     "FINAL_EVENTS",
+    "LOG_ONLY_DATA_KEYS",
+    "LOG_ONLY_EVENTS",
     "EventName",
+    "LogOnlyEventName",
     "StreamEvent",
     "citation_event",
     "citations_summary_event",
@@ -26,6 +34,8 @@ __all__ = [
     "message_event",
     "rewind_event",
     "text_event",
+    "tool_call_event",
+    "tool_result_event",
     "turn_event",
 ]
 
@@ -59,11 +69,28 @@ DATA_KEYS: Mapping[EventName, tuple[str, ...] | None] = {
 }
 
 
+class LogOnlyEventName(StrEnum):
+    """Events the log holds that our own stream does not send (docs/live.md#log-only-events)."""
+
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+
+
+#: The names a stream of our own format skips: it sends `EventName`s only.
+LOG_ONLY_EVENTS = frozenset(LogOnlyEventName)
+
+#: The keys of each log-only event's `data` object.
+LOG_ONLY_DATA_KEYS: Mapping[LogOnlyEventName, tuple[str, ...]] = {
+    LogOnlyEventName.TOOL_CALL: ("id", "name", "input"),
+    LogOnlyEventName.TOOL_RESULT: ("id", "name", "sources", "is_error"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One event before it gets its id: its name and its `data` (a JSON object)."""
 
-    name: EventName
+    name: EventName | LogOnlyEventName
     data: Mapping[str, Any]
 
 
@@ -106,3 +133,21 @@ def error_event(*, kind: str, message: str) -> StreamEvent:
 def rewind_event(*, to: int, answer: str) -> StreamEvent:
     """Drop every event after id `to`; `answer` is the answer as it stood at `to` (docs/live.md#rewind)."""
     return StreamEvent(EventName.REWIND, {"to": to, "answer": answer})
+
+
+def tool_call_event(*, tool_call_id: str, name: str, tool_input: Mapping[str, Any]) -> StreamEvent:
+    """Log-only: the model called tool `name` (its `tool_use` block's `id` and `input`), before it runs."""
+    return StreamEvent(LogOnlyEventName.TOOL_CALL, {"id": tool_call_id, "name": name, "input": tool_input})
+
+
+def tool_result_event(
+    *, tool_call_id: str, name: str, sources: Sequence[Mapping[str, Any]], is_error: bool = False
+) -> StreamEvent:
+    """Log-only: the tool call ended; `sources` are the `{"source", "title", "target"?}` it wrote ([] on an error).
+
+    Each `target` is the one the turn's registry holds for the source once
+    the call is recorded: the target a citation made next carries. No raw
+    output and no error text: they stay with the model.
+    """
+    data = {"id": tool_call_id, "name": name, "sources": list(sources), "is_error": is_error}
+    return StreamEvent(LogOnlyEventName.TOOL_RESULT, data)

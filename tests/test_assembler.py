@@ -176,3 +176,30 @@ def test_a_nul_and_a_lone_surrogate_in_model_text_become_u_fffd_in_the_events_an
     assert result.response == "a\ufffdbc\ufffdd" and assembler.replaced == 3
     assert result.inline_citations[0]["cited_text"] == "x\ufffdy"
     check_stream_equals_result(result, sent)
+
+
+def test_a_tool_calls_sources_carry_the_target_the_registry_holds_after_it():
+    """`tool_sources` (the log-only `tool_result` event's sources): the registry's target, pooled or dropped."""
+    assembler = TurnAssembler()
+
+    def rows(*ids):
+        return {"rows": [{"account_name": "Checking", "source": "plaid", "source_account_id": i} for i in ids]}
+
+    first = assembler.tool_call("execute_sql", {"query": "a"}, rows("CHKaaaaaaaaaaaaaaaaa1"))
+    one = {"accountId": "CHKaaaaaaaaaaaaaaaaa1", "provider": "plaid"}
+    assert assembler.tool_sources(first) == [
+        {"source": "silvia://your-account/checking", "title": "Checking", "target": {"kind": "account", **one}}
+    ]
+    # The block of the second call names one account; the registry pools both: the sources say what it holds.
+    second = assembler.tool_call("execute_sql", {"query": "b"}, rows("CHKbbbbbbbbbbbbbbbbb2"))
+    two = {"accountId": "CHKbbbbbbbbbbbbbbbbb2", "provider": "plaid"}
+    assert assembler.tool_sources(second) == [
+        {
+            "source": "silvia://your-account/checking",
+            "title": "Checking",
+            "target": {"kind": "accounts", "accounts": [one, two]},
+        }
+    ]
+    # Written once with no account: untyped for the rest of the turn, so no target key.
+    third = assembler.tool_call("execute_sql", {"query": "c"}, {"rows": [{"account_name": "Checking"}]})
+    assert assembler.tool_sources(third) == [{"source": "silvia://your-account/checking", "title": "Checking"}]

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from citations.live_events import DATA_KEYS, EventName
+from citations.live_events import (
+    DATA_KEYS,
+    LOG_ONLY_DATA_KEYS,
+    LOG_ONLY_EVENTS,
+    EventName,
+    LogOnlyEventName,
+    tool_call_event,
+    tool_result_event,
+)
 from tests.ast_support import APPS as ALL_APPS
 from tests.ast_support import docstring_ids
 
@@ -19,10 +27,12 @@ HOME = ROOT / "citations" / "live_events.py"
 APPS = ALL_APPS
 
 
-def docs_event_table() -> list[tuple[str, list[str] | None]]:
-    """`(name, data keys)` per row of docs/live.md's event table; keys None when the data is no `{...}` object."""
+def docs_event_table(header: str = "| event | data |") -> list[tuple[str, list[str] | None]]:
+    """`(name, data keys)` per row of the docs/live.md table under `header` (the event table unless told);
+    keys None when the data is no `{...}` object."""
     text = (ROOT / "docs" / "live.md").read_text(encoding="utf-8")
-    table = text.split("| event | data |", 1)[1].split("\n\n", 1)[0]
+    assert text.count(header) == 1, header
+    table = text.split(header, 1)[1].split("\n\n", 1)[0]
     rows = []
     for line in table.strip().splitlines()[1:]:
         name_cell, data_cell = (cell.strip() for cell in line.strip("|").split("|", 1))
@@ -36,6 +46,34 @@ def test_the_docs_event_table_lists_every_event_with_its_data_keys():
         (name.value, list(keys) if keys is not None else None) for name, keys in DATA_KEYS.items()
     ]
     assert list(DATA_KEYS) == list(EventName)
+
+
+def test_the_docs_log_only_table_lists_every_log_only_event_with_its_data_keys():
+    """Events the log holds and our stream skips have a table of their own, so the event table stays what is sent."""
+    assert docs_event_table("| log-only event | data |") == [
+        (name.value, list(keys)) for name, keys in LOG_ONLY_DATA_KEYS.items()
+    ]
+    assert list(LOG_ONLY_DATA_KEYS) == list(LogOnlyEventName)
+    assert set(LogOnlyEventName) == LOG_ONLY_EVENTS
+    assert not {name.value for name in LogOnlyEventName} & {name.value for name in EventName}
+
+
+def test_the_log_only_constructors_write_their_declared_keys():
+    call = tool_call_event(tool_call_id="toolu_1", name="execute_sql", tool_input={"query": "q"})
+    assert (call.name, dict(call.data)) == (
+        LogOnlyEventName.TOOL_CALL,
+        {"id": "toolu_1", "name": "execute_sql", "input": {"query": "q"}},
+    )
+    sources = [{"source": "silvia://your-portfolio", "title": "Your portfolio", "target": {"kind": "portfolio"}}]
+    result = tool_result_event(tool_call_id="toolu_1", name="execute_sql", sources=sources)
+    assert (result.name, dict(result.data)) == (
+        LogOnlyEventName.TOOL_RESULT,
+        {"id": "toolu_1", "name": "execute_sql", "sources": sources, "is_error": False},
+    )
+    failed = tool_result_event(tool_call_id="toolu_2", name="search_web", sources=[], is_error=True)
+    assert dict(failed.data) == {"id": "toolu_2", "name": "search_web", "sources": [], "is_error": True}
+    for event in (call, result):
+        assert tuple(event.data) == LOG_ONLY_DATA_KEYS[LogOnlyEventName(event.name)]
 
 
 def _literals_outside_dict_keys(tree: ast.AST) -> list[ast.Constant]:
