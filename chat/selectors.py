@@ -16,7 +16,6 @@ from django.db.models.functions import Cast, Coalesce
 
 from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
-from chat.precompiled import PrecompiledQuery
 from citations.uuids import parse_uuid
 
 #: Most recently active first; the index `chat_sessions_user_order` serves it.
@@ -33,33 +32,9 @@ def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(user_id=user.pk).order_by(*SESSION_ORDER)
 
 
-#: The count of one user's sessions (`session_list_for_user(...).count()`), compiled once: it runs on
-#: every list request (bench/README.md, "empty list").
-_SESSION_COUNT = PrecompiledQuery(
-    lambda user_id: (
-        ChatSession.objects.filter(user_id=user_id)
-        .order_by()
-        .values("user_id")
-        .annotate(n=Count("pk"))
-        .values_list("n")
-    ),
-    -424_242,  # user ids are positive
-)
-
-
 def session_count_for_user(*, user: AbstractBaseUser) -> int:
-    """`session_list_for_user(user=user).count()`, by one precompiled query (the same index). One query."""
-    rows = _SESSION_COUNT.rows(int(user.pk))
-    return int(rows[0][0]) if rows else 0
-
-
-def _session_page(user_id: int, bottom: int, top: int, fields: tuple[str, ...]) -> QuerySet[ChatSession, tuple]:
-    page = ChatSession.objects.filter(user_id=user_id).order_by(*SESSION_ORDER)[bottom:top]
-    return sessions_with_message_counts(page=page).values_list(*fields)
-
-
-#: A page of `sessions_with_message_counts`, compiled once per (slice, fields) (bench/README.md, "list page 1").
-_SESSION_PAGE = PrecompiledQuery(_session_page, -424_244)
+    """`session_list_for_user(user=user).count()`: the user's index entries only. One query."""
+    return ChatSession.objects.filter(user_id=user.pk).count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +52,8 @@ class SessionListPages:
         return session_count_for_user(user=self.user)
 
     def page(self, bottom: int, top: int, fields: Sequence[str]) -> list[tuple[Any, ...]]:
-        return _SESSION_PAGE.rows(int(self.user.pk), shape=(bottom, top, tuple(fields)))
+        page = session_list_for_user(user=self.user)[bottom:top]
+        return list(sessions_with_message_counts(page=page).values_list(*fields))
 
 
 def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:
@@ -135,7 +111,7 @@ class SessionDetail:
     after: MessageCursor | None
 
 
-def _session_detail(session_id: uuid.UUID, user_id: int, after: uuid.UUID) -> QuerySet[ChatSession, tuple]:
+def _session_detail(session_id: uuid.UUID, user_id: Any, after: uuid.UUID) -> QuerySet[ChatSession, tuple]:
     """The session row, its turns' count and latest `created_at`, and the `created_at` of turn `after`."""
     logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
     return (
@@ -150,8 +126,6 @@ def _session_detail(session_id: uuid.UUID, user_id: int, after: uuid.UUID) -> Qu
 
 
 _SESSION_FIELDS = tuple(field.attname for field in ChatSession._meta.concrete_fields)
-#: `_session_detail`, compiled once: the detail and its 304 run it on every request (bench/README.md, "304").
-_SESSION_DETAIL = PrecompiledQuery(_session_detail, uuid.UUID(int=0x5E55), -424_243, uuid.UUID(int=0xAF7E))
 #: No turn has this id: the `after` of a request without `?after=`.
 _NO_TURN = uuid.UUID(int=0)
 
@@ -164,10 +138,9 @@ def session_detail_for_user(
     session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
     if session_uuid is None:
         return None
-    rows = _SESSION_DETAIL.rows(session_uuid, int(user.pk), after or _NO_TURN)
-    if not rows:
+    row = _session_detail(session_uuid, user.pk, after or _NO_TURN).first()
+    if row is None:
         return None
-    row = rows[0]
     width = len(_SESSION_FIELDS)
     session = ChatSession.from_db(DEFAULT_DB_ALIAS, _SESSION_FIELDS, row[:width])
     message_count, last_message_at, position = row[width:]
@@ -200,22 +173,11 @@ def session_message_rows(
     return rows.order_by("created_at", "id").values_list(*columns)
 
 
-def _message_rows(session_id: uuid.UUID, fields: tuple[str, ...]) -> QuerySet[ChatLog, tuple]:
-    return session_message_rows(session=ChatSession(pk=session_id), fields=fields)
-
-
-#: `session_message_rows` without `after`, compiled once per column list: a small session's detail
-#: reads its turns with it on every request (bench/README.md, "detail GET, 100 turns").
-_MESSAGE_ROWS = PrecompiledQuery(_message_rows, uuid.UUID(int=0x5E55_0001))
-
-
 def session_message_rows_fetched(
     *, session: ChatSession, fields: Sequence[str], after: MessageCursor | None = None
 ) -> list[tuple[Any, ...]]:
-    """`list(session_message_rows(...))`, every row at once; without `after`, by a precompiled query. One query."""
-    if after is not None:
-        return list(session_message_rows(session=session, fields=fields, after=after))
-    return _MESSAGE_ROWS.rows(session.pk, shape=(tuple(fields),))
+    """`list(session_message_rows(...))`, every row at once. One query."""
+    return list(session_message_rows(session=session, fields=fields, after=after))
 
 
 class CitationCounts(TypedDict):

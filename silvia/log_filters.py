@@ -32,7 +32,7 @@ _PATH = re.compile(r"^((?:[A-Z]+ )?)(/[^\s?\"]*)")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>[^)]*\)")
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 _route_words: dict[str, frozenset[str]] = {}  # by ROOT_URLCONF
-_ACCESS_LOGGERS = ("uvicorn.access", "django.server")
+_ACCESS_LOGGERS = ("uvicorn.access", "gunicorn.access", "django.server")
 _PROBES = ("/healthz", "/readyz")
 
 
@@ -94,6 +94,10 @@ class QuietHealthCheck(logging.Filter):
     """Drop access-log lines of a healthy `/healthz` or `/readyz` probe (status below 400); keep failures."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "gunicorn.access" and isinstance(record.args, Mapping):
+            # gunicorn's atoms: `U` the path, `s` the status.
+            path, status = str(record.args.get("U", "")), str(record.args.get("s", ""))
+            return not (path in _PROBES and status.isdigit() and int(status) < 400)
         if record.name not in _ACCESS_LOGGERS or not isinstance(record.args, tuple):
             return True
         strings = [a for a in record.args if isinstance(a, str)]

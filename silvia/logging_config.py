@@ -1,4 +1,4 @@
-"""The one logging configuration (`settings.LOGGING`), for runserver, uvicorn and commands alike."""
+"""The one logging configuration (`settings.LOGGING`), for runserver, gunicorn, uvicorn and commands alike."""
 
 from __future__ import annotations
 
@@ -74,5 +74,10 @@ def build_logging(level: str, *, access_log: bool = True) -> dict[str, Any]:
             "uvicorn": {"handlers": ["console"], "level": "INFO", "propagate": False},
             "uvicorn.error": {"level": "INFO"},
             "uvicorn.access": ({"handlers": ["access"], "level": "INFO", "propagate": False} if access_log else _off()),
+            # gunicorn (the web process): its own handlers are replaced by these, filtered.
+            "gunicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+            "gunicorn.access": (
+                {"handlers": ["access"], "level": "INFO", "propagate": False} if access_log else _off()
+            ),
         },
     }

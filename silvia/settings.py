@@ -114,19 +114,13 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # project, not to wherever a command happens to run.
 if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["NAME"] not in ("", ":memory:"):
     DATABASES["default"]["NAME"] = str(BASE_DIR / DATABASES["default"]["NAME"])
-# Connections (docs/deploying.md "Database connections"). The production server is uvicorn
-# (ASGI), where Django's persistent connections (CONN_MAX_AGE) do not carry
-# from one request to the next: each request would open its own (about 7 ms
-# on PostgreSQL). So on PostgreSQL a psycopg-pool pool is the default
-# (DATABASE_POOL=false turns it off, and `?conn_max_age=N` in DATABASE_URL
-# then applies, for WSGI servers); Django refuses both at once.
-# A connection the server closed is replaced, not reported as an error:
-# with the pool, the pool checks a connection when a request takes it, by a
-# socket poll rather than a query (silvia/postgresql/base.py); without it,
-# Django's health check does.
+# Connections (docs/deploying.md#database-connections): on PostgreSQL, Django's psycopg-pool pool, the one
+# way for the stream process (ASGI: each request has a thread of its own, so persistent connections would
+# not carry over) and as cheap for gunicorn's threads. DATABASE_POOL=false turns it off (`?conn_max_age=N`
+# in DATABASE_URL then applies). CONN_HEALTH_CHECKS: the pool checks a connection when a request takes it,
+# so one the server closed is replaced, not reported as an error.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
-    DATABASES["default"]["ENGINE"] = "silvia.postgresql"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),

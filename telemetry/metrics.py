@@ -55,6 +55,7 @@ __all__ = [
     "model_http_event_hooks",
     "model_request",
     "multiprocess_dir",
+    "process_dead",
     "process_exiting",
     "render",
     "sample_pool",
@@ -298,9 +299,14 @@ def multiprocess_dir() -> Path | None:
 def process_exiting() -> None:
     """This process is stopping (a turn worker's shutdown): in multiprocess mode its `livesum` gauges
     stop counting now, not at the next scrape; its counters and histograms stay in the sums."""
+    process_dead(os.getpid())
+
+
+def process_dead(pid: int) -> None:
+    """Process `pid` ended (a gunicorn worker, from the master's `child_exit`): `process_exiting` for it."""
     directory = multiprocess_dir()
     if directory is not None:
-        _multiprocess.mark_process_dead(os.getpid(), str(directory))
+        _multiprocess.mark_process_dead(pid, str(directory))
 
 
 _LIVE_FILE = re.compile(r"^gauge_live\w+_(\d+)\.db$")
