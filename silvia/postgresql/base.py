@@ -37,12 +37,16 @@ from psycopg import adapt, adapters
 from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
+from silvia.startup import probe_database
+
 __all__ = ["DatabaseWrapper", "TzLoader", "check_pooled_connection"]
 
 _TIMESTAMPTZ_OID = adapters.types["timestamptz"].oid
 #: psycopg's own text loader for timestamptz: compiled with psycopg[binary] or psycopg[c].
 _PARSER: Any = adapters.get_loader(_TIMESTAMPTZ_OID, Format.TEXT)
 _PROBE = b"2000-01-01 00:00:00+00"
+#: The aliases whose database answered this process's probe (`DatabaseWrapper.get_new_connection`).
+_POOLS_REACHED: set[str] = set()
 
 
 class TzLoader(adapt.Loader):
@@ -96,6 +100,15 @@ class DatabaseWrapper(base.DatabaseWrapper):
         params = super().get_connection_params()
         params["context"] = _adapters(settings.USE_TZ, self.timezone)
         return params
+
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        """Django's; before the pool's first connection in this process, one plain connection: a database
+        that is missing or refuses is named in one line within 2 s (`DatabaseUnavailable`), where the pool
+        would retry for `DATABASE_POOL_TIMEOUT`, warning at each try (docs/deploying.md#start-up-errors)."""
+        if self.alias not in _POOLS_REACHED and self.settings_dict["OPTIONS"].get("pool"):
+            probe_database(conn_params, self.settings_dict)
+            _POOLS_REACHED.add(self.alias)
+        return super().get_new_connection(conn_params)
 
     @property
     def pool(self) -> ConnectionPool | None:
