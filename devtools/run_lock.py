@@ -24,7 +24,7 @@ def main(argv: list[str]) -> None:
         sys.exit(message)
     if command:
         os.set_inheritable(lock.fileno(), True)
-        os.execv(command[0], command)
+        os.execv(command[0], command)  # noqa: S606 -- the make recipe names the program
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def test_run_stops_when_its_address_is_taken(tmp_path):
     assert not (tmp_path / "db.sqlite3").exists()
 
 
-MESSAGE = "make run: another make run is serving from this folder (it holds {lock}); two would share one embedded broker"
+MESSAGE = "make run: another make run is serving from this folder (it holds {lock}); two would share one embedded"
 
 
 def test_a_second_run_on_the_same_folder_stops_before_touching_it(tmp_path):
