@@ -29,15 +29,23 @@ install: $(BIN)/.installed
 # var/broker/ unless CELERY_BROKER_URL is set (docs/job-engine.md); both stop together.
 # Both write their metrics to one multiprocess folder, emptied first, so /metrics of the
 # web (with METRICS_TOKEN set) shows the worker's turns too (docs/metrics.md).
+# One `make run` per var/: a second one (another HOST) would start a second embedded worker on the same
+# broker folder and empty the first one's metrics. The running one holds RUN_LOCK (an flock, inherited by
+# uvicorn: it goes when the server stops, however it stops); a second one stops before touching anything.
+RUN_LOCK ?= $(CURDIR)/var/make-run.lock
+run_lock = $(BIN)/python devtools/run_lock.py "$(RUN_LOCK)" \
+	"make run: another make run is serving from this folder (it holds $(RUN_LOCK)); two would share one embedded broker and one metrics folder: stop it first" $(1)
+
 run: export DJANGO_DEBUG ?= true
 run: export PROMETHEUS_MULTIPROC_DIR ?= $(CURDIR)/var/metrics
 run: install
+	@$(call run_lock)
 	mkdir -p "$$PROMETHEUS_MULTIPROC_DIR" && rm -f "$$PROMETHEUS_MULTIPROC_DIR"/*.db
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(BIN)/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST)))
+	$(call run_lock,$(abspath $(BIN))/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST))))
 
 # Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
 # (Started anyway, the recorded model would fail among the migrate output and every live turn after it.)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-__all__ = ["TurnRecordError", "describe", "expect", "optional_str"]
+__all__ = ["TurnRecordError", "describe", "expect", "optional_str", "required"]
 
 
 class TurnRecordError(ValueError):
@@ -54,6 +54,13 @@ def expect(value: object, kind: type[_T], path: str, what: str) -> _T:
     if not isinstance(value, kind):
         raise TurnRecordError(path, f"expected {what}, got {describe(value)}")
     return value
+
+
+def required(obj: Mapping[str, Any], key: str, kind: type[_T], path: str, what: str) -> _T:
+    """`obj[key]` checked by `expect`; a key that is not there at all is `missing (expected <what>)`, not `got null`."""
+    if key not in obj:
+        raise TurnRecordError(path, f"missing (expected {what})")
+    return expect(obj[key], kind, path, what)
 
 
 def optional_str(obj: Mapping[str, Any], key: str, path: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from citations.citable import tool_spec
-from citations.json_checks import TurnRecordError, expect, optional_str
+from citations.json_checks import TurnRecordError, expect, optional_str, required
 from citations.text import text_problem
 from citations.uuids import parse_uuid
 
@@ -213,8 +213,8 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
     """
     expect(record, dict, "record", "a turn record object")
     assert isinstance(record, dict)
-    session = expect(record.get("session"), dict, "session", "an object with an 'id'")
-    session_id = _uuid(session.get("id"), "session.id")
+    session = required(record, "session", dict, "session", "an object with an 'id'")
+    session_id = _uuid(required(session, "id", str, "session.id", "a UUID string"), "session.id")
     title = session.get("title")
     if title is not None:
         expect(title, str, "session.title", "a string or null")
@@ -223,19 +223,20 @@ def parse_turn_record(record: object, *, user_given: bool = False) -> TurnRecord
 
     user = None
     if not user_given:
-        user = record.get("user")
-        expect(user, str, "user", "a username string")
+        user = required(record, "user", str, "user", "a username string")
         if not user or len(user) > USERNAME_MAX_LENGTH:
             raise TurnRecordError("user", f"expected a username of 1 to {USERNAME_MAX_LENGTH} characters")
 
-    prompt_version = record.get("prompt_version")
+    if "prompt_version" not in record:
+        raise TurnRecordError("prompt_version", "missing (expected 'v5' or 'legacy')")
+    prompt_version = record["prompt_version"]
     if prompt_version not in PROMPT_VERSIONS:
         raise TurnRecordError("prompt_version", f"expected 'v5' or 'legacy', got {prompt_version!r}")
-    user_message = expect(record.get("user_message"), str, "user_message", "a string")
+    user_message = required(record, "user_message", str, "user_message", "a string")
     record_id = _uuid(record["id"], "id") if record.get("id") is not None else None
     created_at = _datetime(record["created_at"], "created_at") if record.get("created_at") is not None else None
 
-    events = expect(record.get("events"), list, "events", "a list")
+    events = required(record, "events", list, "events", "a list")
     _check_storable_text(record)
     parsed = tuple(_parse_event(event, f"events[{i}]") for i, event in enumerate(events))
     return TurnRecord(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from typing import cast
 
-from chat.models import ChatLog
-from chat.selectors import session_get_for_user, session_messages
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
+
+from chat.models import ChatLog, ChatSession
+from chat.selectors import session_get_for_user, session_list_for_user, session_messages, sessions_with_message_counts
 from citations.uuids import parse_uuid
 from finance.selectors import account_target_id, accounts_for_user
 
@@ -21,6 +25,18 @@ def account_names_for_user(*, user: AbstractBaseUser) -> dict[str, str]:
         if target_id is not None:
             names[target_id] = account.label
     return names
+
+
+def session_page_for_user(*, user: AbstractBaseUser, number: str | None, per_page: int) -> Page:
+    """Page `number` of the caller's sessions, most recently active first, each with `message_count`.
+
+    `number` is read as `Paginator.get_page` reads it (missing or bad: the
+    first page; past the end: the last). Two queries: the count, then the
+    page with its turns counted for its own rows only.
+    """
+    page = Paginator(session_list_for_user(user=user), per_page).get_page(number)
+    page.object_list = sessions_with_message_counts(page=cast(QuerySet[ChatSession], page.object_list))
+    return page
 
 
 def turn_get_for_user(*, session_id: str, log_id: str, user: AbstractBaseUser) -> ChatLog | None:

@@ -16,11 +16,11 @@ from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_POST
 
 from chat.models import ChatLog
-from chat.selectors import session_get_for_user, session_list_for_user, session_messages
+from chat.selectors import session_get_for_user, session_messages
 from citations.urls import account_path
 from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
 from live.configured import model_configured
-from pages.selectors import account_names_for_user, turn_get_for_user
+from pages.selectors import account_names_for_user, session_page_for_user, turn_get_for_user
 
 SESSIONS_PER_PAGE = 50
 """The API's page size (docs/api.md), so both list the same sessions per page."""
@@ -53,7 +53,7 @@ def _ask_context() -> dict[str, Any]:
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
     """`/chat/`: the caller's sessions, most recently active first, 50 a page (`?page=N`)."""
-    page = Paginator(session_list_for_user(user=_caller(request)), SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    page = session_page_for_user(user=_caller(request), number=request.GET.get("page"), per_page=SESSIONS_PER_PAGE)
     return render(request, "pages/session_list.html", {"page": page})
 
 

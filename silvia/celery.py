@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import Any
 
 from celery import Celery, signals
 from django.core.exceptions import ImproperlyConfigured
+
+from silvia.startup import BrokerUnavailable, StartupError, require_broker, require_database, url_problem
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
 
@@ -33,11 +36,51 @@ def require_metrics_folder() -> None:
 
 require_metrics_folder()
 
+
+def check_servers() -> StartupError | None:
+    """What a starting web or worker process (both load this module) says about its servers, on one line of
+    stderr (silvia/startup.py; docs/deploying.md#start-up-errors), within 2 s: a broker URL that names no kombu
+    transport stops the process; a database that does not answer is said once and returned, and a web process
+    serves on (`/healthz` alive, `/readyz` 503 until it answers), while `celery worker` stops (below)."""
+    from django.conf import settings
+    from kombu.transport import TRANSPORT_ALIASES
+
+    schemes = tuple(sorted(TRANSPORT_ALIASES))
+    try:
+        broker_url = settings.CELERY_BROKER_URL  # the settings load here in a worker: a bad URL is one line too
+    except ImproperlyConfigured as error:
+        sys.exit(f"{type(error).__name__}: {error}")
+    problem = url_problem("CELERY_BROKER_URL", broker_url, schemes, "amqp://host:5672/")
+    if problem:
+        sys.exit(f"{BrokerUnavailable.__name__}: {problem}")
+    try:
+        require_database()
+    except StartupError as error:
+        print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        return error
+    return None
+
+
+_database_problem = check_servers()
+
 app = Celery("silvia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 logger = logging.getLogger("silvia.worker")
+
+
+@signals.celeryd_init.connect
+def _broker_answers(sender: Any = None, conf: Any = None, **kwargs: Any) -> None:
+    # `celery worker` only (not an embedded test worker), before it connects: a database that did not answer
+    # (said once, above) or a broker that refuses is one line and exit status 1 within 2 s, where Celery would
+    # retry the broker for ever and fail each turn on the database (docs/deploying.md#start-up-errors).
+    if _database_problem is not None:
+        sys.exit(1)  # said when this module loaded
+    try:
+        require_broker(str(app.conf.broker_url))
+    except StartupError as error:
+        sys.exit(f"{type(error).__name__}: {error}")
 
 
 @signals.worker_ready.connect

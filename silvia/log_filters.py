@@ -96,8 +96,8 @@ class QuietHealthCheck(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name == "gunicorn.access" and isinstance(record.args, Mapping):
             # gunicorn's atoms: `U` the path, `s` the status.
-            path, status = str(record.args.get("U", "")), str(record.args.get("s", ""))
-            return not (path in _PROBES and status.isdigit() and int(status) < 400)
+            path, code = str(record.args.get("U", "")), str(record.args.get("s", ""))
+            return not (path in _PROBES and code.isdigit() and int(code) < 400)
         if record.name not in _ACCESS_LOGGERS or not isinstance(record.args, tuple):
             return True
         strings = [a for a in record.args if isinstance(a, str)]

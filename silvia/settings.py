@@ -13,6 +13,10 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from silvia.logging_config import build_logging
+from silvia.startup import url_problem
+
+#: The DATABASE_URL schemes this service runs on (django-environ's names for PostgreSQL, and SQLite).
+DATABASE_SCHEMES = ("postgres", "postgresql", "pgsql", "psql", "sqlite")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -107,8 +111,14 @@ TEMPLATES = [
 WSGI_APPLICATION = "silvia.wsgi.application"
 ASGI_APPLICATION = "silvia.asgi.application"
 
-# SQLite under var/ unless DATABASE_URL says otherwise (postgres://user@host:5432/db).
+# SQLite under var/ unless DATABASE_URL says otherwise (postgres://user@host:5432/db). A URL without a
+# scheme we serve is refused here, named without its password (silvia/startup.py), not a KeyError below.
 (BASE_DIR / "var").mkdir(exist_ok=True)
+_database_url_problem = url_problem(
+    "DATABASE_URL", env.str("DATABASE_URL", default="sqlite://"), DATABASE_SCHEMES, "postgres://user@host:5432/name"
+)
+if _database_url_problem:
+    raise ImproperlyConfigured(_database_url_problem)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}")}
 # A relative SQLite path (`sqlite:///var/db.sqlite3`) is relative to the
 # project, not to wherever a command happens to run.
@@ -121,6 +131,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["
 # so one the server closed is replaced, not reported as an error.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
+    # Django's backend, naming a database it cannot reach in one line (silvia/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "silvia.postgresql"
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
@@ -320,6 +332,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # The host part means nothing to the filesystem transport; without one, kombu warns "No hostname
 # was supplied" twice at every worker start.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://localhost//"
+# Its scheme is checked against kombu's transports when a web or worker process starts (silvia/celery.py).
+_broker_url_problem = url_problem("CELERY_BROKER_URL", CELERY_BROKER_URL, (), "amqp://user@host:5672/vhost")
+if _broker_url_problem:
+    raise ImproperlyConfigured(_broker_url_problem)
 CELERY_BROKER_DIR = BASE_DIR / env.str("CELERY_BROKER_DIR", default="var/broker")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)

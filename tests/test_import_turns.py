@@ -120,7 +120,7 @@ def test_json_list_reports_the_line_each_record_starts_on(tmp_path, maya):
     code, _, err = _run(path)
 
     assert code == 1
-    assert f"{path}:{start_of_second}: user_message: expected a string, got null" in err
+    assert f"{path}:{start_of_second}: user_message: missing (expected a string)" in err
     assert ChatLog.objects.count() == 1
 
 

@@ -13,6 +13,8 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,3 +90,42 @@ def test_run_stops_when_its_address_is_taken(tmp_path):
     ) in result.stderr
     assert "migrate" not in result.stdout + result.stderr  # stopped before doing anything
     assert not (tmp_path / "db.sqlite3").exists()
+
+
+MESSAGE = "make run: another make run is serving from this folder (it holds {lock}); two would share one embedded"
+
+
+def test_a_second_run_on_the_same_folder_stops_before_touching_it(tmp_path):
+    # The first `make run` holds the lock for as long as its server runs (below); here the test holds it.
+    import fcntl
+
+    lock = tmp_path / "make-run.lock"
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    (metrics / "counter_1.db").write_bytes(b"the first run's figures")
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = _make(
+            tmp_path, "run", f"HOST=127.0.0.1:{_free_port()}", f"RUN_LOCK={lock}", f"PROMETHEUS_MULTIPROC_DIR={metrics}"
+        )
+    assert result.returncode != 0
+    assert MESSAGE.format(lock=lock) in result.stderr
+    assert "migrate" not in result.stdout + result.stderr
+    assert (metrics / "counter_1.db").read_bytes() == b"the first run's figures"  # not emptied
+    assert not (tmp_path / "db.sqlite3").exists()
+
+
+def test_the_lock_lasts_as_long_as_the_command_it_became(tmp_path):
+    lock = str(tmp_path / "make-run.lock")
+    helper = [sys.executable, "devtools/run_lock.py", lock, "held"]
+    server = subprocess.Popen([*helper, "/bin/sleep", "30"], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 10
+        while (second := subprocess.run(helper, cwd=ROOT, capture_output=True, text=True)).returncode == 0:
+            assert time.monotonic() < deadline, "the command never took the lock"
+            time.sleep(0.05)
+        assert (second.returncode, second.stderr) == (1, "held\n")
+    finally:
+        server.kill()
+        server.wait()
+    assert subprocess.run(helper, cwd=ROOT).returncode == 0  # the command is gone, and the lock with it

@@ -67,6 +67,22 @@ def test_session_list_is_the_callers_newest_first_50_a_page(maya_client, maya, o
     ]
 
 
+def test_session_list_counts_each_sessions_questions(maya_client, maya, other_user, django_assert_num_queries):
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    sizes = {"Three": 3, "One": 1, "None yet": 0}
+    for n, (title, size) in enumerate(sizes.items()):
+        at = start - dt.timedelta(days=n)  # newest first: the order of `sizes`
+        session = ChatSessionFactory.create(user=maya, title=title, created_at=at, updated_at=at)
+        for _ in range(size):
+            ChatLogFactory.create(session=session)
+    ChatLogFactory.create_batch(2, session=ChatSessionFactory.create(user=other_user))
+    # Django session, user, the count of maya's sessions, one page of them with their turns counted.
+    with django_assert_num_queries(4):
+        html = maya_client.get("/chat/").content.decode()
+    metas = re.findall(r"</time> · ([^<]*)</span>", html)
+    assert metas == ["3 questions", "1 question", "0 questions"]
+
+
 @pytest.mark.parametrize(
     "session_id", ["sam", "not-a-uuid", str(uuid.uuid4()), "D93ADA3E-AF5F-4E4E-823C-781FEC71F26D-x"]
 )

@@ -5,6 +5,9 @@ test database (so never another engineer's), migrates one with the real
 `manage.py migrate`, and checks `pg_roles` through `manage.py drop_sql_roles`.
 The suite's own test database loses its roles when the session ends
 (tests/conftest.py); `.ci/run` compares `pg_roles` before and after the run.
+The scratch databases are made by `tests.pg_admin` and owned by the suite's
+role, so under `.ci/run`'s least-privileged role they migrate and lose their
+roles as that role.
 """
 
 from __future__ import annotations
@@ -19,22 +22,16 @@ import pytest
 from django.db import connection
 from psycopg import sql
 
-from finance.sql_roles import maintenance_connection
 from finance.view_sql import role_names
+from tests.pg_admin import admin_connection, suite_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="roles are PostgreSQL's")
 
 
-def _url(name: str) -> str:
-    settings = connection.settings_dict
-    user, host, port = settings["USER"] or "postgres", settings["HOST"] or "127.0.0.1", settings["PORT"] or 5432
-    return f"postgres://{user}@{host}:{port}/{name}"
-
-
 def _manage(*args: str, database: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", "DATABASE_URL": _url(database)}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "silvia.settings", "DATABASE_URL": suite_url(database)}
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
@@ -52,7 +49,7 @@ def scratch(db) -> Iterator[tuple[object, list[str]]]:
     with their roles."""
     base = connection.settings_dict["NAME"][:40]
     names = [f"{base}_roles_a", f"{base}_roles_b"]
-    with maintenance_connection(connection.get_connection_params()) as server:
+    with admin_connection() as server:
         try:
             yield server, names
         finally:
@@ -63,9 +60,15 @@ def scratch(db) -> Iterator[tuple[object, list[str]]]:
                     server.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
 
+def _create_database(server, name: str) -> None:
+    """Database `name`, owned by the suite's role (which then migrates it)."""
+    owner = connection.settings_dict["USER"] or "postgres"
+    server.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(owner)))
+
+
 def test_roles_are_dropped_with_their_database(scratch):
     server, (name, _) = scratch
-    server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    _create_database(server, name)
     migrated = _manage("migrate", "--no-input", "-v", "0", database=name)
     assert migrated.returncode == 0, migrated.stderr
     assert _roles_like(server, name) == [f"{name}_sql_reader", f"{name}_sql_views"]
@@ -88,10 +91,10 @@ def test_roles_are_dropped_with_their_database(scratch):
 
 def test_a_role_another_database_still_uses_is_left_alone(scratch):
     server, (name, other) = scratch
-    server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    _create_database(server, name)
     assert _manage("migrate", "--no-input", "-v", "0", database=name).returncode == 0
     reader = f"{name}_sql_reader"
-    server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(other)))
+    _create_database(server, other)
     server.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(other), sql.Identifier(reader)))
     server.execute(sql.SQL("DROP DATABASE {}").format(sql.Identifier(name)))
 

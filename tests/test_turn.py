@@ -43,6 +43,44 @@ def test_golden_bad_turn_names_its_path(case):
     assert raised.value.path == case["path"]
 
 
+def _minimal_record() -> dict[str, Any]:
+    return {
+        "session": {"id": "d93ada3e-af5f-4e4e-823c-781fec71f26d"},
+        "user": "maya",
+        "prompt_version": "v5",
+        "user_message": "How much do I owe?",
+        "events": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("field", "missing", "null"),
+    [
+        ("user_message", "missing (expected a string)", "expected a string, got null"),
+        ("events", "missing (expected a list)", "expected a list, got null"),
+        ("user", "missing (expected a username string)", "expected a username string, got null"),
+        ("session", "missing (expected an object with an 'id')", "expected an object with an 'id', got null"),
+        ("prompt_version", "missing (expected 'v5' or 'legacy')", "expected 'v5' or 'legacy', got None"),
+        ("session.id", "missing (expected a UUID string)", "expected a UUID string, got null"),
+    ],
+)
+def test_a_required_field_that_is_not_there_says_missing_not_null(field, missing, null):
+    for value, message in ((None, null), (_MISSING, missing)):
+        record = _minimal_record()
+        holder, key = (record["session"], "id") if field == "session.id" else (record, field)
+        if value is _MISSING:
+            del holder[key]
+        else:
+            holder[key] = value
+        with pytest.raises(TurnRecordError) as raised:
+            parse_turn_record(record)
+        assert (raised.value.path, raised.value.message) == (field, message)
+    assert parse_turn_record(_minimal_record()).user_message == "How much do I owe?"
+
+
+_MISSING = object()
+
+
 @pytest.mark.parametrize(
     ("text", "units"),
     [("", 0), ("abc", 3), ("é", 1), ("💳", 2), ("a💳b📈", 6), ("日本", 2)],

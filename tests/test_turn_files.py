@@ -89,6 +89,18 @@ def test_where_the_next_record_starts_is_unknowable_the_rest_is_skipped(tmp_path
         assert got[0] == (1, {"n": 1}, None)
 
 
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ('[{"n": 1},\n {"n": 2,\n  "text": "a",\n  "more": [1,\n', 2),  # ends inside a list of the record
+        ('[{"n": 1},\n\n\n {"n": 2,\n  "text": "open', 4),  # ends inside a string of the record
+        ('\n{"n": 1,\n "more": {\n', 2),  # a single record
+    ],
+)
+def test_a_file_that_ends_inside_a_record_names_the_line_the_record_starts_on(tmp_path, chunk, text, line):
+    assert _read(tmp_path, text)[-1] == (line, None, "not JSON: the file ends inside a record; rest of file skipped")
+
+
 def test_a_byte_order_mark_is_skipped_and_offsets_count_it(tmp_path, chunk):
     data = b"\xef\xbb\xbf" + json.dumps([{"n": "B\xff"}], ensure_ascii=False).encode("latin-1")
     offset = data.index(b"\xff")

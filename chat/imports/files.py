@@ -254,6 +254,7 @@ def _json_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
         pass
     if scanner.buf.startswith(_BOM):
         scanner.pos = len(_BOM)
+    line = None  # the line the record being read starts on, once known
     try:
         first = scanner.peek()
         if first != b"[":
@@ -276,6 +277,7 @@ def _json_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
                 line = scanner.line_at(scanner.pos)
                 data, start, size = scanner.value(limit)
                 yield _decode(data, line, start) if data is not None else FileRecord(line, error=_too_big(size, limit))
+                line = None
                 separator = scanner.peek()
                 scanner.pos += 1
                 if separator == b",":
@@ -290,7 +292,9 @@ def _json_records(handle: IO[bytes], limit: int) -> Iterator[FileRecord]:
         if scanner.peek():
             yield FileRecord(scanner.line_at(scanner.pos), error="not JSON: extra data after the list")
     except _StructureError as error:
-        yield FileRecord(scanner.line_at(min(scanner.pos, len(scanner.buf))), error=f"{error}; rest of file skipped")
+        # The file ended inside a record: report it where that record starts (docs/running.md), not at the end.
+        at = line if line is not None else scanner.line_at(min(scanner.pos, len(scanner.buf)))
+        yield FileRecord(at, error=f"{error}; rest of file skipped")
 
 
 def read_turn_records(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[FileRecord]:
