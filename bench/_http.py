@@ -1,10 +1,12 @@
-"""Real-HTTP helpers for the benchmarks: scratch databases, uvicorn servers, a keep-alive client.
+"""Real-HTTP helpers for the benchmarks: scratch databases, servers, a keep-alive client.
 
 `scratch_postgres(server_url)` (from `bench._scratch`) creates a scratch
-database and drops it, with its roles, at exit. `Server` runs one uvicorn process (one worker, no access log) for an
-ASGI app: the product (`silvia.asgi:application`) or the floor
-(`bench._floor_app:app`), so both pay the same HTTP server and the same
-client. `Client.get` reads a whole body over one kept-alive connection.
+database and drops it, with its roles, at exit. `Server` runs one server
+process, no access log: `Server(WEB, env)` the product as users reach it,
+the Procfile's `web:` line (gunicorn on `silvia.wsgi`, one worker process,
+`gunicorn.conf.py`'s threads); `Server("module:app", env)` an ASGI app on
+uvicorn, one worker: the floor (`bench._floor_app:app`). Both are read by
+the same client: `Client.get` reads a whole body over one kept-alive connection.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from pathlib import Path
 from bench._scratch import scratch_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
-__all__ = ["ROOT", "Client", "Server", "django_env", "scratch_postgres"]
+__all__ = ["ROOT", "WEB", "Client", "Server", "django_env", "scratch_postgres"]
+
+#: The product's web process: the Procfile's `web:` line.
+WEB = "web"
 
 
 def django_env(database_url: str) -> dict[str, str]:
@@ -57,11 +62,17 @@ class Server:
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Server:
-        command = [sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port)]
-        # A long keep-alive: the other server's big responses may take longer
-        # than uvicorn's default 5 s between two requests of one client.
-        command += ["--no-access-log", "--log-level", "warning", "--workers", "1", "--timeout-keep-alive", "600"]
-        self.process = subprocess.Popen(command, cwd=ROOT, env=self.env)
+        if self.app == WEB:
+            # One worker process (WEB_CONCURRENCY), as uvicorn runs the floor; a long keep-alive: the other
+            # server's big responses may take longer than the default between two requests of one client.
+            command = [sys.executable, "-m", "gunicorn", "silvia.wsgi", "--bind", f"127.0.0.1:{self.port}"]
+            command += ["--keep-alive", "600", "--log-level", "warning"]
+            env = {**self.env, "WEB_CONCURRENCY": "1"}
+        else:
+            command = [sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port)]
+            command += ["--no-access-log", "--log-level", "warning", "--workers", "1", "--timeout-keep-alive", "600"]
+            env = self.env
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -10,7 +10,7 @@ dropped at the end) holds one session per size, each turn with 10
 untyped ones, an unknown kind, a malformed target, non-ASCII text), loaded
 with COPY. Two uvicorn processes (one worker each, access log off) serve it:
 
-- product: `silvia.asgi:application`, the production server, DEBUG off;
+- product: the Procfile's `web:` process (gunicorn on `silvia.wsgi`, one worker process), DEBUG off;
 - floor: `bench/_floor_app.py`, the least work any implementation does:
   raw psycopg (one kept connection), the token lookup, the session row, the
   messages with the JSON columns read as text and spliced into the body with
@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
 import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
-from bench._http import Client, Server, django_env, scratch_postgres  # noqa: E402
+from bench._http import WEB, Client, Server, django_env, scratch_postgres  # noqa: E402
 from bench._load import add_user, copy_logs, copy_sessions, migrate, vacuum  # noqa: E402
 from bench._timing import (  # noqa: E402
     DEFAULT_SERVER_URL,
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         auth = {"Authorization": f"Token {key}"}
         floor_env = {**django_env(django_url), "FLOOR_DATABASE": conninfo}
         with (
-            Server("silvia.asgi:application", django_env(django_url)) as product,
+            Server(WEB, django_env(django_url)) as product,
             Server("bench._floor_app:app", floor_env) as floor,
         ):
             p, f = product.client(auth), floor.client(auth)
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, "
                     f"body {len(mine) / 1e6:.1f} MB, {runs} rounds"
                 )
-                print(t["product"].line("product (silvia.asgi, token auth)"))
+                print(t["product"].line("product (gunicorn, silvia.wsgi, token auth)"))
                 print(t["floor"].line("floor (raw psycopg + orjson, JSON as text)"))
                 goal = GOAL_BY_SIZE.get(size, GOAL_FLOOR)
                 print(ratio_line(t["product"], t["floor"], goal=goal, what=f"detail {size} turns: product/floor"))

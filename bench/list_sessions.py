@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
 import orjson  # noqa: E402
 import psycopg  # noqa: E402
 
-from bench._http import Server, django_env, scratch_postgres  # noqa: E402
+from bench._http import WEB, Server, django_env, scratch_postgres  # noqa: E402
 from bench._load import add_user, copy_logs, copy_sessions, migrate, vacuum  # noqa: E402
 from bench._timing import DEFAULT_SERVER_URL, Ratio, postgres_server_url, time_alternately  # noqa: E402
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         key, empty_key = load(conninfo, args.sessions)
         floor_env = {**django_env(django_url), "FLOOR_DATABASE": conninfo}
         with (
-            Server("silvia.asgi:application", django_env(django_url)) as product,
+            Server(WEB, django_env(django_url)) as product,
             Server("bench._floor_app:app", floor_env) as floor,
         ):
             auth = {"Authorization": f"Token {key}"}

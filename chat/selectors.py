@@ -14,6 +14,7 @@ from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Count, F, JSONField, Max, OuterRef, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce
 
+from chat import hot_reads
 from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
 from citations.uuids import parse_uuid
@@ -33,8 +34,8 @@ def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
 
 
 def session_count_for_user(*, user: AbstractBaseUser) -> int:
-    """`session_list_for_user(user=user).count()`: the user's index entries only. One query."""
-    return ChatSession.objects.filter(user_id=user.pk).count()
+    """`session_list_for_user(user=user).count()`: the user's index entries only (`chat.hot_reads`). One query."""
+    return hot_reads.session_count(user.pk)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +127,6 @@ def _session_detail(session_id: uuid.UUID, user_id: Any, after: uuid.UUID) -> Qu
 
 
 _SESSION_FIELDS = tuple(field.attname for field in ChatSession._meta.concrete_fields)
-#: No turn has this id: the `after` of a request without `?after=`.
-_NO_TURN = uuid.UUID(int=0)
 
 
 def session_detail_for_user(
@@ -138,7 +137,13 @@ def session_detail_for_user(
     session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
     if session_uuid is None:
         return None
-    row = _session_detail(session_uuid, user.pk, after or _NO_TURN).first()
+    if after is None:  # every detail and 304 but `?after=`: one statement (`chat.hot_reads`)
+        head = hot_reads.session_head(session_uuid, user.pk)
+        if head is None:
+            return None
+        session, message_count, last_message_at = head
+        return SessionDetail(session=session, message_count=message_count, last_message_at=last_message_at, after=None)
+    row = _session_detail(session_uuid, user.pk, after).first()
     if row is None:
         return None
     width = len(_SESSION_FIELDS)
@@ -176,7 +181,9 @@ def session_message_rows(
 def session_message_rows_fetched(
     *, session: ChatSession, fields: Sequence[str], after: MessageCursor | None = None
 ) -> list[tuple[Any, ...]]:
-    """`list(session_message_rows(...))`, every row at once. One query."""
+    """`list(session_message_rows(...))`, every row at once (without `after`, `chat.hot_reads`). One query."""
+    if after is None:
+        return hot_reads.session_rows(session.pk, fields)
     return list(session_message_rows(session=session, fields=fields, after=after))
 
 
