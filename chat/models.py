@@ -115,9 +115,10 @@ class LiveTurn(models.Model):
     `id` is the turn id and, once stored, the `ai_chat_logs` row's id, so a
     resumed turn that saves twice is stored once. A turn is `queued` until a
     job-engine worker takes it (`live.service.turn_acquire`), which gives
-    it a new `worker_token`; a redelivered task takes it again with another
-    token (`resume_count` counts those), and the older worker's writes then
-    match no row. `checkpoint` is the state after the last tool round
+    it a new `worker_token`; a redelivered task (the same `task_id`) takes it
+    again with another token (`resume_count` counts those), and the older
+    worker's writes then match no row. A task of another id (a stale one, after
+    the turn was queued again) does nothing. `checkpoint` is the state after the last tool round
     (`messages`, `events`, `citationTargets`, `step`, ...; `live.checkpoint`).
     """
 
@@ -130,6 +131,9 @@ class LiveTurn(models.Model):
     checkpoint = models.JSONField(null=True, blank=True)
     last_seq = models.PositiveIntegerField(default=0, help_text="id of the last event in the log")
     worker_token = models.UUIDField(default=uuid.uuid4)
+    task_id = models.UUIDField(
+        default=uuid.uuid4, help_text="the id of the job-engine task that runs it (another task does nothing)"
+    )
     resume_count = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True, help_text="the error event's data for a failed turn")
     stop_reason = models.CharField(
@@ -137,6 +141,9 @@ class LiveTurn(models.Model):
     )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True, help_text="when a worker first took the turn")
+    progressed_at = models.DateTimeField(
+        null=True, blank=True, help_text="when its worker last wrote an event or a checkpoint"
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = LiveTurnQuerySet.as_manager()

@@ -10,6 +10,7 @@ and `prepare_row` from here. Nothing of a refused record is saved.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ __all__ = [
     "check_limits",
     "prepare_row",
     "record_turn",
+    "save_assembled_turn",
     "save_turn",
 ]
 
@@ -168,17 +170,57 @@ def save_turn(
         owner = _resolve_user(turn.user)
     else:
         owner = user
-    prepared = prepare_row(turn, owner, limits, assembled)
+    return _save(prepare_row(turn, owner, limits, assembled))
+
+
+def save_assembled_turn(
+    *,
+    turn_id: uuid.UUID,
+    session_id: uuid.UUID,
+    session_title: str | None,
+    user: AbstractBaseUser,
+    prompt_version: str,
+    created_at: dt.datetime,
+    user_message: str,
+    assembled: AssembledTurn,
+) -> SavedTurn:
+    """Save a live turn: what its `citations.assembler.TurnAssembler` streamed, as it streamed it (docs/turns.md).
+
+    The same row and the same checks as `save_turn` for the record the turn
+    made, without writing that record out and reading it back. Raises
+    `TurnRecordError` for a message or an answer over `TURN_MAX_TEXT_CHARS`,
+    or a session or turn id owned by another user; nothing is written then.
+    """
+    limits = TurnLimits.from_settings()
+    if len(user_message) > limits.max_text_chars:
+        raise TurnRecordError(
+            "user_message",
+            f"{len(user_message)} characters, over the limit of {limits.max_text_chars} (TURN_MAX_TEXT_CHARS)",
+        )
+    turn = TurnRecord(
+        id=turn_id,
+        session_id=session_id,
+        session_title=session_title,
+        user=None,
+        prompt_version=prompt_version,
+        created_at=created_at,
+        user_message=user_message,
+        events=(),
+    )
+    return _save(prepare_row(turn, user, limits, assembled))
+
+
+def _save(prepared: PreparedTurn) -> SavedTurn:
+    """Write one prepared row and its session (one transaction); the stored row when its id was already."""
     with transaction.atomic():
         [outcome] = write_turns([prepared.row])
         _raise_refusal(outcome)
+    columns = prepared.row.columns
     if outcome == "skipped":
-        logger.debug("turn %s already stored: skipped", prepared.row.columns["id"])
-        return SavedTurn(ChatLog.objects.get(pk=prepared.row.columns["id"]), created=False)
-    log = ChatLog(**prepared.row.columns)
-    log._state.adding = False
-    log._state.db = transaction.get_connection().alias
-    logger.debug("recorded turn %s in session %s (%d citations)", log.id, turn.session_id, len(log.inline_citations))
+        logger.debug("turn %s already stored: skipped", columns["id"])
+        return SavedTurn(ChatLog.objects.get(pk=columns["id"]), created=False)
+    log = ChatLog.from_db(transaction.get_connection().alias, list(columns), list(columns.values()))
+    logger.debug("recorded turn %s in session %s (%d citations)", log.id, log.session_id, len(log.inline_citations))
     return SavedTurn(log, created=True, skipped_citations=prepared.skipped_citations)
 
 

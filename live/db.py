@@ -1,31 +1,136 @@
-"""What differs between PostgreSQL and SQLite for live turns: the write lock (docs/live.md)."""
+"""What differs between PostgreSQL and SQLite for live turns, in one place (docs/live.md#the-event-log).
+
+- `append_batch`: a batch of a worker's events and the turn's row, together.
+  On PostgreSQL one statement, in autocommit one round trip: the conditional
+  `UPDATE` of the turn (the worker's token, the log's last id), the `INSERT`
+  of the events and the `NOTIFY` that carries them to the streams
+  (`live.wakeups`), each only when the `UPDATE` matched. On SQLite the same
+  through the ORM in one transaction, under `sqlite_write_lock`; no `NOTIFY`:
+  streams poll.
+- `notify_turn`: a turn that ended by its status alone wakes its streams.
+- `listens()`: whether streams are woken by `NOTIFY` (PostgreSQL) or poll.
+
+Raw on PostgreSQL: bench/orm_vs_raw.py, "event batch".
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from django.db import connection
+import orjson
+from django.db import connection, transaction
+from django.db.models import Field, Model
+from django.utils import timezone
 
-__all__ = ["sqlite_write_lock"]
+from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from live.wakeups import NOTIFY_CHANNEL, notify_payload
+
+__all__ = ["append_batch", "listens", "notify_turn", "sqlite_write_lock"]
+
+#: `(seq, event, data)`: one event of the log, its `data` the JSON text sent.
+Row = tuple[int, str, str]
+
+
+def listens() -> bool:
+    """Whether this database wakes streams itself (`NOTIFY`, PostgreSQL); else streams poll the log."""
+    return connection.vendor == "postgresql"
+
 
 _sqlite_lock = threading.RLock()
 
 
 @contextlib.contextmanager
 def sqlite_write_lock() -> Iterator[None]:
-    """On SQLite, one writer at a time within this process.
+    """On SQLite, one writer at a time within this process; nothing on PostgreSQL (it locks rows).
 
     SQLite has one write lock per database; threads that wait for it in
     SQLite's busy handler sleep in growing steps (up to 100 ms), which would
-    stall every stream. A Python lock hands it over at once. Every write
-    transaction of live turns takes it *before* `BEGIN` (it is reentrant),
-    so no thread waits for it while holding SQLite's lock. PostgreSQL locks
-    rows, so nothing is held there.
+    stall every turn of a process. A Python lock hands it over at once. Taken
+    before `BEGIN` (it is reentrant), so no thread waits for it while holding
+    SQLite's lock.
     """
     if connection.vendor != "sqlite":
         yield
         return
     with _sqlite_lock:
         yield
+
+
+def append_batch(
+    turn_id: uuid.UUID, token: uuid.UUID, rows: list[Row], *, after: int, finish: Mapping[str, Any] | None = None
+) -> bool:
+    """Append `rows` (ids `after + 1`, ...) to the turn's log and set its `last_seq` to the last, with the
+    `finish` fields (`LiveTurn` attribute -> value) in the same write. False, and nothing written, when
+    `token` no longer holds the running turn or its log moved past `after`."""
+    finish = dict(finish or {})
+    last = after + len(rows)
+    if connection.vendor == "postgresql":
+        return _append_postgresql(turn_id, token, rows, after=after, last=last, finish=finish)
+    with sqlite_write_lock(), transaction.atomic():
+        updated = (
+            LiveTurn.objects.running_for_worker(turn_id, token)
+            .filter(last_seq=after)
+            .update(last_seq=last, progressed_at=timezone.now(), **finish)
+        )
+        if updated:
+            LiveTurnEvent.objects.bulk_create(
+                LiveTurnEvent(turn_id=turn_id, seq=seq, event=event, data=data) for seq, event, data in rows
+            )
+    return bool(updated)
+
+
+@functools.cache
+def _names() -> dict[str, str]:
+    quote = connection.ops.quote_name
+    turn_columns = ("id", "worker_token", "status", "last_seq", "progressed_at")
+    return {
+        "turns": quote(LiveTurn._meta.db_table),
+        "events": quote(LiveTurnEvent._meta.db_table),
+        **{f"turn.{name}": quote(_column(LiveTurn, name)) for name in turn_columns},
+        **{f"event.{name}": quote(_column(LiveTurnEvent, name)) for name in ("turn_id", "seq", "event", "data")},
+    }
+
+
+def _column(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field) and field.column is not None, name
+    return field.column
+
+
+def _append_postgresql(
+    turn_id: uuid.UUID, token: uuid.UUID, rows: list[Row], *, after: int, last: int, finish: dict[str, Any]
+) -> bool:
+    n = _names()
+    sets, values = [f"{n['turn.last_seq']} = %s", f"{n['turn.progressed_at']} = now()"], [last]  # type: tuple[list[str], list[Any]]
+    for name, value in finish.items():
+        field = LiveTurn._meta.get_field(name)
+        assert isinstance(field, Field)
+        sets.append(f"{connection.ops.quote_name(_column(LiveTurn, name))} = %s")
+        values.append(field.get_db_prep_save(value, connection))
+    batch = orjson.dumps([{"seq": seq, "event": event, "data": data} for seq, event, data in rows]).decode()
+    sql = (
+        f"WITH turn AS (UPDATE {n['turns']} SET {', '.join(sets)} "  # noqa: S608 - names from the models
+        f"WHERE {n['turn.id']} = %s AND {n['turn.worker_token']} = %s AND {n['turn.status']} = %s "
+        f"AND {n['turn.last_seq']} = %s RETURNING {n['turn.id']}), "
+        f"appended AS (INSERT INTO {n['events']} ({n['event.turn_id']}, {n['event.seq']}, {n['event.event']}, "
+        f"{n['event.data']}) SELECT turn.{n['turn.id']}, e.seq, e.event, e.data FROM turn, "
+        "jsonb_to_recordset(%s::jsonb) AS e(seq integer, event text, data text)) "
+        "SELECT pg_notify(%s, %s) FROM turn"
+    )
+    params: list[Any] = [*values, turn_id, token, LiveTurnStatus.RUNNING, after, batch]
+    params += [NOTIFY_CHANNEL, notify_payload(turn_id, rows)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return len(cursor.fetchall()) == 1
+
+
+def notify_turn(turn_id: uuid.UUID) -> None:
+    """Wake the streams of `turn_id` to read its log (a turn ended by its status alone). PostgreSQL only."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, str(turn_id)])

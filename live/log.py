@@ -4,7 +4,7 @@ Every SSE event is appended to `chat_live_turn_events` by the turn's worker
 *before* any client sees it; the SSE views only tail the log. So a client
 that reconnects (`Last-Event-ID`), or another server process, reads exactly
 what the first client read. `append_events` also wakes the tails
-(`live.wakeups.notify_commit`); `turn_fail` ends a turn with its `error` event.
+(`live.db.append_batch`); `turn_fail` ends a turn with its `error` event.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import StreamEvent, error_event
 from citations.text import storable_json
-from live.db import sqlite_write_lock
-from live.wakeups import notify_commit
+from live.db import append_batch, notify_turn, sqlite_write_lock
 
 __all__ = [
     "LostTurnError",
@@ -69,8 +68,8 @@ def append_event(
 
     Raises `LostTurnError` when `token` is no longer the turn's worker token
     (another worker resumed it) or the log moved past `after`, so a stale
-    worker never writes. The UPDATE holds the turn's row until commit, so ids
-    are gapless and increasing. Two statements and a commit.
+    worker never writes. The conditional UPDATE of the turn's row comes first
+    and holds it until commit, so ids are gapless and increasing.
     """
     return append_events(turn_id, token, [(event.name, encode(event))], after=after, finish=finish)
 
@@ -83,23 +82,12 @@ def append_events(
     after: int,
     finish: dict[str, Any] | None = None,
 ) -> int:
-    """`append_event` for several `(name, encoded data)` events in one transaction; returns the last id."""
-    last = after + len(events)
-    rows = [
-        LiveTurnEvent(turn_id=turn_id, seq=after + i, event=event, data=data)
-        for i, (event, data) in enumerate(events, 1)
-    ]
-    with sqlite_write_lock(), transaction.atomic():
-        updated = (
-            LiveTurn.objects.running_for_worker(turn_id, token)
-            .filter(last_seq=after)
-            .update(last_seq=last, **(finish or {}))
-        )
-        if not updated:
-            raise LostTurnError(str(turn_id))
-        LiveTurnEvent.objects.bulk_create(rows)
-        notify_commit(turn_id, [(row.seq, row.event, row.data) for row in rows])
-    return last
+    """`append_event` for several `(name, encoded data)` events in one write (`live.db.append_batch`: one
+    statement on PostgreSQL); returns the last id."""
+    rows = [(after + i, event, data) for i, (event, data) in enumerate(events, 1)]
+    if not append_batch(turn_id, token, rows, after=after, finish=finish):
+        raise LostTurnError(str(turn_id))
+    return after + len(rows)
 
 
 def release_connection() -> None:
@@ -146,7 +134,10 @@ def turn_fail(turn_id: uuid.UUID, *, kind: str, message: str, token: uuid.UUID |
             except Exception as error:  # the event cannot be written: the status alone
                 logger.warning("turn %s: its error event could not be written (%s)", turn_id, type(error).__name__)
                 break
-        return bool(running.update(**finish))
+        ended = bool(running.update(**finish))
+    if ended:
+        notify_turn(turn_id)  # no event says so: its streams read the log and end
+    return ended
 
 
 def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:

@@ -7,8 +7,8 @@ the turn's `citations.assembler.TurnAssembler` (`live.model_step`), each
 turn's registry by the assembler before the next step, a checkpoint after
 each tool round or `pause_turn` continuation. Every event goes to the
 durable log (`live.log`) before any client sees it. A finished turn
-is a SPEC 7 turn record saved with `chat.services.save_turn`, with the
-assembler's result, so the row is what streamed; the row and the final
+is saved with `chat.services.save_assembled_turn`, the assembler's result
+as it streamed, so the row is what streamed; the row and the final
 events commit together. A failed one ends with an `error` event (or, when
 that cannot be written, with its status alone), keeps its checkpoint and
 writes nothing to `ai_chat_logs`.
@@ -34,7 +34,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from chat.models import LiveTurn, LiveTurnStatus
-from chat.services import save_turn
+from chat.services import save_assembled_turn
 from citations.live_events import (
     EventName,
     StreamEvent,
@@ -42,6 +42,8 @@ from citations.live_events import (
     done_event,
     message_event,
     rewind_event,
+    tool_call_event,
+    tool_result_event,
 )
 from citations.text import storable_json
 from citations.tools import ToolError, ToolExecutor
@@ -194,39 +196,58 @@ class TurnRunner:
         """After `tool_use`, the tools' results; after `pause_turn`, the content alone (the model goes on)."""
         self.state.messages.append({"role": "assistant", "content": message["content"]})
         if message.get("stop_reason") == TOOL_USE:
-            results = [
-                self.run_tool(block, problems.get(str(block.get("id"))))
-                for block in message.get("content", [])
-                if block.get("type") == TOOL_USE
-            ]
+            calls = [block for block in message.get("content", []) if block.get("type") == TOOL_USE]
+            # Log-only events (docs/live.md#log-only-events): every call of the step, then their results.
+            for block in calls:
+                tool_input = block.get("input")
+                self.emit(
+                    tool_call_event(
+                        tool_call_id=str(block.get("id")),
+                        name=str(block.get("name")),
+                        tool_input=tool_input if isinstance(tool_input, dict) else {},
+                    )
+                )
+            results = [self.run_tool(block, problems.get(str(block.get("id")))) for block in calls]
             self.state.messages.append({"role": "user", "content": results})
         self.state.step += 1
         self.flush()  # the checkpoint's eventSeq must be in the log
         save_checkpoint(self.turn.id, self.token, self.state)
 
     def run_tool(self, block: dict[str, Any], problem: str | None = None) -> dict[str, Any]:
-        """Execute one `tool_use`; its tool_result (search_result blocks, or `is_error` with a short reason)."""
+        """Execute one `tool_use`; its tool_result (search_result blocks, or `is_error` with a short reason).
+        Its log-only `tool_result` event names the sources it wrote (docs/live.md#log-only-events)."""
+        result, sources = self._tool_result(block, problem)
+        event = tool_result_event(
+            tool_call_id=str(block.get("id")),
+            name=str(block.get("name")),
+            sources=sources,
+            is_error=bool(result.get("is_error")),
+        )
+        self.emit(event)
+        return result
+
+    def _tool_result(self, block: dict[str, Any], problem: str | None) -> tuple[dict[str, Any], list[Any]]:
         name, tool_input = block.get("name"), block.get("input")
         tool = self.tools.get(name) if isinstance(name, str) else None
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("id")}
         if problem is not None:
             logger.info("turn %s: tool %s not run: its input is unusable", self.turn.id, name)
-            return {**result, "is_error": True, "content": problem}
+            return {**result, "is_error": True, "content": problem}, []
         if tool is None or not isinstance(name, str) or not isinstance(tool_input, dict):
-            return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}
+            return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}, []
         connection.close()  # the tool's thread takes its own: one connection per turn at a time
         future = _tool_pool.submit(_run_tool_in_thread, tool, tool_input, self.user)
         try:
             output = future.result(timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)
         except concurrent.futures.TimeoutError:
             metrics.tool_timed_out(tool=name)
-            return {**result, "is_error": True, "content": f"{name} timed out"}
+            return {**result, "is_error": True, "content": f"{name} timed out"}, []
         except ToolError as error:
-            return {**result, "is_error": True, "content": error.reason or f"{name} failed"}
+            return {**result, "is_error": True, "content": error.reason or f"{name} failed"}, []
         except Exception as error:
             # The class and where only: an exception's text can quote row values.
             logger.warning("turn %s: tool %s raised %s", self.turn.id, name, where_raised(error))
-            return {**result, "is_error": True, "content": f"{name} failed"}
+            return {**result, "is_error": True, "content": f"{name} failed"}, []
         output, replaced = storable_json(output)  # a NUL in a row cannot be checkpointed or stored
         if replaced:
             logger.warning(
@@ -237,24 +258,25 @@ class TurnRunner:
             {"type": "tool_call", "id": block["id"], "name": name, "input": tool_input, "output": output}
         )
         content = [search_result.to_block() for search_result in blocks] or [{"type": "text", "text": "No results."}]
-        return {**result, "content": content}
+        return {**result, "content": content}, self.state.assembler.tool_sources(blocks)
 
     def finish(self, message: dict[str, Any]) -> None:
         """Store the turn (the assembler's result: what streamed) and send the final events, in one transaction."""
-        record = {
-            "id": str(self.turn.id),
-            "session": {"id": str(self.turn.session_id), "title": self.turn.user_message[:80]},
-            "prompt_version": self.turn.prompt_version,
-            "created_at": self.turn.created_at.isoformat(),
-            "user_message": self.turn.user_message,
-            "events": self.state.events,
-        }
         assembled = self.state.assembler.result()
         stop_reason = str(message.get("stop_reason"))
         self.flush()  # every event before these is in the log
         try:
             with sqlite_write_lock(), transaction.atomic():
-                saved = save_turn(record, user=self.user, assembled=assembled)
+                saved = save_assembled_turn(
+                    turn_id=self.turn.id,
+                    session_id=self.turn.session_id,
+                    session_title=self.turn.user_message[:80],
+                    user=self.user,
+                    prompt_version=self.turn.prompt_version,
+                    created_at=self.turn.created_at,
+                    user_message=self.turn.user_message,
+                    assembled=assembled,
+                )
                 log = saved.log
                 skipped = saved.skipped_citations if saved.created else assembled.skipped_citations
                 final = [

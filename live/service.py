@@ -1,45 +1,50 @@
-"""Starting live turns and handing them to job-engine workers (docs/live.md, docs/job-engine.md).
+"""Admitting live turns and queueing them for job-engine workers (docs/live.md#admission, docs/job-engine.md).
 
-- `turn_start` admits a turn (model configured, the user's limit, the
-  queue's depth), creates it `queued` with its `turn` event, and queues the
-  Celery task `chat.run_live_turn` once the row is committed.
-- `turn_acquire` is where a worker takes a turn: a queued turn starts; a
-  running one (its task redelivered because its worker died) is taken over
-  with a new worker token, at most `LIVE_TURN_MAX_RESUMES` times, then it
-  fails; a finished one is left alone. There is no lease, heartbeat or cron:
-  the broker redelivers a dead worker's unacknowledged task.
+`turn_start` admits a turn (model configured, the session the caller's, the
+user's limit, the queue's depth), creates it `queued` with its `turn` event,
+and queues the Celery task `chat.run_live_turn` once the row is committed
+(`transaction.on_commit`: inside an outer transaction, at its commit; a
+worker never looks for a turn it cannot see yet). The task's id is the
+turn's `task_id`, so a worker knows a stale task from the turn's own
+(`live.engine.turn_acquire`). What the turn sends the model (the session's
+history) is read by the worker, not here.
+
+Admission does its database work `LIVE_TURN_ADMISSIONS_AT_ONCE` at a time
+per process: a burst of POSTs waits for a slot (up to
+`LIVE_TURN_ADMISSION_WAIT_SECONDS`, then 503) instead of taking every
+pooled connection from the streams. The user's turns stuck past their
+bound (`live.engine.turns_stuck`) are ended first, so a session is never
+409 for ever.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import F
-from django.utils import timezone
 
 from chat.models import ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
-from citations.live_events import error_event, turn_event
-from live.checkpoint import initial_checkpoint
+from citations.live_events import turn_event
 from live.configured import NOT_CONFIGURED, model_configured
 from live.db import sqlite_write_lock
-from live.log import encode, turn_fail
-from live.wakeups import notify_commit
+from live.engine import end_stuck, fail_unstarted, turns_stuck
+from live.log import encode
 
 __all__ = [
+    "AdmissionBusyError",
     "ModelNotConfiguredError",
     "QueueFullError",
     "QueueUnavailableError",
     "SessionNotFoundError",
     "TurnConflictError",
     "TurnLimitError",
-    "turn_acquire",
+    "enqueue",
     "turn_start",
-    "turns_orphaned_requeue",
 ]
 
 logger = logging.getLogger(__name__)
@@ -69,18 +74,38 @@ class ModelNotConfiguredError(Exception):
     """Neither an API key nor a base URL is configured (503)."""
 
 
+class AdmissionBusyError(Exception):
+    """This process admitted `LIVE_TURN_ADMISSIONS_AT_ONCE` turns for `LIVE_TURN_ADMISSION_WAIT_SECONDS` (503)."""
+
+
+_admissions = threading.BoundedSemaphore(settings.LIVE_TURN_ADMISSIONS_AT_ONCE)
+
+
 def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
     """Admit and queue a turn in the caller's session (a new session id is the caller's).
 
-    Raises, in this order: `ModelNotConfiguredError`; `SessionNotFoundError`
-    when another user owns `session_id` (as a session or through a turn);
-    `TurnLimitError` past the user's limit; `QueueFullError` past the queue's
-    depth; `TurnConflictError` when the session has a queued or running turn;
-    `QueueUnavailableError` when the broker refuses the task (the turn is
-    then failed). The turn's first event (`turn`) is in the log before this returns.
+    Raises, in this order: `ModelNotConfiguredError`; `AdmissionBusyError`
+    when this process is admitting as many turns as it may for too long;
+    `SessionNotFoundError` when another user owns `session_id` (as a session
+    or through a turn); `TurnLimitError` past the user's limit; `QueueFullError`
+    past the queue's depth; `TurnConflictError` when the session has a queued
+    or running turn; `QueueUnavailableError` when the broker refuses the task
+    (the turn is then failed). The turn's first event (`turn`) is in the log
+    before this returns.
     """
     if not model_configured():
         raise ModelNotConfiguredError(NOT_CONFIGURED)
+    if not _admissions.acquire(timeout=settings.LIVE_TURN_ADMISSION_WAIT_SECONDS):
+        raise AdmissionBusyError()
+    try:
+        turn = _admit(user=user, session_id=session_id, message=message, prompt_version=prompt_version)
+    finally:
+        _admissions.release()
+    logger.info("turn %s queued in session %s", turn.id, session_id)
+    return turn
+
+
+def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
     owned_elsewhere = (
         ChatSession.objects.filter(pk=session_id).exclude(user=user).exists()
         or LiveTurn.objects.filter(session_id=session_id).exclude(user=user).exists()
@@ -95,96 +120,39 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
         status=LiveTurnStatus.QUEUED,
         last_seq=1,
     )
+    stuck: list[LiveTurn] = []
     try:
         with sqlite_write_lock(), transaction.atomic():
             # One admission at a time per user (PostgreSQL locks the user's row;
             # SQLite's IMMEDIATE transactions already run one at a time).
             get_user_model().objects.select_for_update().filter(pk=user.pk).first()
-            if LiveTurn.objects.active().filter(user=user).count() >= settings.LIVE_TURN_MAX_PER_USER:
+            active = list(LiveTurn.objects.active().filter(user=user))
+            stuck = turns_stuck(active)
+            if len(active) - len(stuck) >= settings.LIVE_TURN_MAX_PER_USER:
                 raise TurnLimitError(str(user.pk))
             if LiveTurn.objects.filter(status=LiveTurnStatus.QUEUED).count() >= settings.LIVE_TURN_MAX_QUEUED:
                 raise QueueFullError()
-            turn.checkpoint = initial_checkpoint(turn)
+            if any(other.session_id == session_id for other in stuck):
+                end_stuck([other for other in stuck if other.session_id == session_id])
             turn.save(force_insert=True)
             event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
             LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
-            notify_commit(turn.id)
+            transaction.on_commit(lambda: enqueue(turn))
     except IntegrityError:
         raise TurnConflictError(str(session_id)) from None
-    _enqueue(turn)
-    logger.info("turn %s queued in session %s", turn.id, session_id)
+    finally:
+        end_stuck([other for other in stuck if other.session_id != session_id])
     return turn
 
 
-def _enqueue(turn: LiveTurn) -> None:
+def enqueue(turn: LiveTurn) -> None:
+    """Send the turn's task, its id the turn's `task_id`. Raises `QueueUnavailableError` (the turn failed)
+    when the broker refuses it."""
     from live.tasks import run_live_turn  # loads Celery on the first turn, not at start-up
 
     try:
-        run_live_turn.delay(str(turn.id))
+        run_live_turn.apply_async(args=[str(turn.id)], task_id=str(turn.task_id))
     except Exception as error:  # kombu's OperationalError after the publish retries, a bad URL, ...
         logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
-        _fail_queued(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
+        fail_unstarted(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
         raise QueueUnavailableError(str(turn.id)) from None
-
-
-def _fail_queued(turn_id: uuid.UUID, kind: str, message: str) -> None:
-    """End a queued turn (no worker holds it) with an `error` event after its `turn` event."""
-    event = error_event(kind=kind, message=message)
-    with sqlite_write_lock(), transaction.atomic():
-        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id, status=LiveTurnStatus.QUEUED).first()
-        if turn is None:
-            return
-        seq = turn.last_seq + 1
-        LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event=event.name, data=encode(event))
-        LiveTurn.objects.filter(pk=turn_id).update(
-            status=LiveTurnStatus.FAILED, error=event.data["error"], last_seq=seq, finished_at=timezone.now()
-        )
-        notify_commit(turn_id)
-    _count_failed(turn, kind)
-
-
-def turn_acquire(turn_id: uuid.UUID) -> uuid.UUID | None:
-    """Take `turn_id` for this worker; its new worker token, or None when there is nothing to run.
-
-    Queued: it starts. Running: a redelivered task whose worker died (or lost
-    the broker); the turn is taken over from its checkpoint with a new
-    token, so the older worker's next write fails, unless it was already
-    taken over `LIVE_TURN_MAX_RESUMES` times: then it fails. Done, failed or
-    missing: None (a redelivered task of a finished turn is a no-op).
-    """
-    token = uuid.uuid4()
-    with sqlite_write_lock(), transaction.atomic():
-        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
-        if turn is None:
-            return None
-        if turn.status == LiveTurnStatus.QUEUED:
-            LiveTurn.objects.filter(pk=turn_id).update(
-                status=LiveTurnStatus.RUNNING, worker_token=token, started_at=timezone.now()
-            )
-            return token
-        if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
-            # The log is kept whole: the run goes on after its last id and rewinds
-            # what its checkpoint does not hold (live.checkpoint.resume_rewind).
-            LiveTurn.objects.filter(pk=turn_id).update(worker_token=token, resume_count=F("resume_count") + 1)
-            logger.info("turn %s taken over from a stopped worker", turn_id)
-            return token
-    logger.warning("turn %s: its workers stopped %d times; it fails", turn_id, turn.resume_count + 1)
-    if turn_fail(turn_id, kind="interrupted", message="This answer was interrupted too many times. Please try again."):
-        _count_failed(turn, "interrupted")
-    return None
-
-
-def _count_failed(turn: LiveTurn, kind: str) -> None:
-    from telemetry import metrics  # with the first failure, not at start-up (docs/metrics.md)
-
-    metrics.turn_finished(outcome="failed", error_type=kind, seconds=(timezone.now() - turn.created_at).total_seconds())
-
-
-def turns_orphaned_requeue() -> int:
-    """Queue again every running turn (the embedded worker's start: no other worker can be running them)."""
-    from live.tasks import run_live_turn
-
-    turn_ids = list(LiveTurn.objects.filter(status=LiveTurnStatus.RUNNING).values_list("pk", flat=True))
-    for turn_id in turn_ids:
-        run_live_turn.delay(str(turn_id))
-    return len(turn_ids)

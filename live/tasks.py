@@ -2,27 +2,76 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError
+
+logger = logging.getLogger(__name__)
+
+
+def _task_id(value: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 # A shared task binds to the app the process configured (`silvia.celery`, loaded by the
 # worker's `-A silvia.celery` and by the web entry points `silvia.asgi`/`silvia.wsgi`):
-# `chat` does not import `silvia` (apps import one way, tests/test_layering.py).
-@shared_task(name="chat.run_live_turn", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_live_turn(turn_id: str) -> None:
+# `live` does not import `silvia` (apps import one way, tests/test_layering.py).
+@shared_task(name="chat.run_live_turn", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_live_turn(self: Any, turn_id: str) -> None:
     """Take the turn and run it to its end; idempotent under redelivery.
 
     A queued turn starts; a running one (its message redelivered after its
     worker died) resumes from its checkpoint with a new worker token, so the
-    old worker's writes fail; a finished one is a no-op. The same function
-    runs on RabbitMQ in production and on the embedded filesystem broker.
+    old worker's writes fail; a finished one, or a task that is not the
+    turn's own (`task_id`), is a no-op. When the database refuses the start
+    (down for a moment) the engine retries it, `LIVE_TURN_START_RETRIES`
+    times with a growing countdown, then the turn fails with an `error` event
+    if the database is back (else it is ended as stuck later); any other
+    error before the start fails it. It raises only Celery's `Retry`.
     """
+    from live.engine import fail_unstarted, turn_acquire
     from live.runner import run_turn
-    from live.service import turn_acquire
 
-    turn_uuid = uuid.UUID(turn_id)
-    token = turn_acquire(turn_uuid)
+    turn_uuid = _task_id(turn_id)
+    if turn_uuid is None:
+        logger.error("a task named no turn: ignored")
+        return
+    try:
+        token = turn_acquire(turn_uuid, _task_id(self.request.id))
+    except DatabaseError as error:
+        retries = self.request.retries
+        if retries < settings.LIVE_TURN_START_RETRIES:
+            logger.warning("turn %s: the database refused its start (%s); retrying", turn_uuid, type(error).__name__)
+            raise self.retry(countdown=min(2**retries, 30), max_retries=settings.LIVE_TURN_START_RETRIES) from None
+        logger.error("turn %s: the database refused its start %d times; it fails", turn_uuid, retries + 1)
+        _fail_quietly(fail_unstarted, turn_uuid, "database_unavailable")
+        return
+    except Exception as error:  # our bug: the turn must not wait for ever
+        logger.error("turn %s: its start failed (%s)", turn_uuid, type(error).__name__)
+        _fail_quietly(fail_unstarted, turn_uuid, "internal_error")
+        return
     if token is not None:
         run_turn(turn_uuid, token)
+
+
+def _fail_quietly(fail: Callable[[uuid.UUID, str, str], bool], turn_id: uuid.UUID, kind: str) -> None:
+    try:
+        fail(turn_id, kind, "This answer could not be started. Please try again.")
+    except Exception as error:  # the database is still gone: the turn is ended as stuck later
+        logger.error("turn %s: could not be marked failed (%s)", turn_id, type(error).__name__)
+
+
+@shared_task(name="live.sweep_stuck_turns", ignore_result=True)
+def sweep_stuck_turns() -> int:
+    """End every stuck turn (`live.engine.sweep_stuck_turns`): for `celery beat`, where one runs."""
+    from live.engine import sweep_stuck_turns as sweep
+
+    return sweep()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -19,9 +20,12 @@ from rest_framework.views import APIView
 
 from chat.api.schema import EVENT_ID, EVENT_STREAM
 from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
+from citations.ai_sdk import HEADERS as AI_SDK_HEADERS
+from citations.ai_sdk import PROTOCOL as AI_SDK
 from citations.uuids import parse_uuid
 from live.log import release_connection
 from live.service import (
+    AdmissionBusyError,
     ModelNotConfiguredError,
     QueueFullError,
     QueueUnavailableError,
@@ -30,7 +34,7 @@ from live.service import (
     TurnLimitError,
     turn_start,
 )
-from live.streaming import STREAM_SLOTS, event_stream
+from live.stream import STREAM_SLOTS, async_stream, closing, sync_stream
 
 
 class _AlwaysJSON(BaseContentNegotiation):
@@ -53,14 +57,35 @@ class TurnRequestSerializer(serializers.Serializer):
 _STREAM = OpenApiResponse(EVENT_STREAM, description="The turn's events (docs/live.md).")
 
 
-def sse_response(request: HttpRequest, turn_id: uuid.UUID, after: int, *, view: str) -> StreamingHttpResponse:
-    """`text/event-stream` of the turn's events after id `after`; async under ASGI, sync under WSGI.
-    Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md)."""
+def stream_protocol(request: Request) -> str | None:
+    """The stream the client asked for: None (ours) or `ai-sdk`. 400 for any other `?protocol=`."""
+    protocol = request.query_params.get("protocol")
+    if protocol is None or protocol == AI_SDK:
+        return protocol
+    raise ValidationError({"protocol": [f"Expected {AI_SDK!r}, or no protocol for this service's own events."]})
+
+
+def sse_response(
+    request: HttpRequest,
+    turn_id: uuid.UUID,
+    after: int,
+    *,
+    view: str,
+    protocol: str | None,
+    on_close: Callable[[], None] | None = None,
+) -> StreamingHttpResponse:
+    """`text/event-stream` of the turn's events after id `after` (the AI SDK's: from the start); async under
+    ASGI, sync under WSGI. Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md);
+    `on_close` is called once it ends."""
     from telemetry.metrics import count_open_stream  # with the first stream, not at start-up
 
-    stream = event_stream(turn_id, after, asynchronous=isinstance(request, ASGIRequest))
-    stream = count_open_stream(stream, view=view)
+    serve = async_stream if isinstance(request, ASGIRequest) else sync_stream
+    stream = count_open_stream(serve(turn_id, after, protocol=protocol, on_close=on_close), view=view)
+    if on_close is not None:
+        stream = closing(stream, on_close)
     release_connection()  # the request's connection goes back to the pool before the stream starts
+    if protocol == AI_SDK:
+        return StreamingHttpResponse(stream, headers=dict(AI_SDK_HEADERS))
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
@@ -108,6 +133,7 @@ class TurnCreateView(APIView):
         if "message" in request.data and not isinstance(request.data["message"], str):
             # DRF's CharField would turn 12 into "12": a message is text.
             raise ValidationError({"message": ["Expected a string."]})
+        protocol = stream_protocol(request)
         body = TurnRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
@@ -126,11 +152,13 @@ class TurnCreateView(APIView):
             return _busy(f"You already have {limit} answers in progress. Wait for one to finish.", 429)
         except QueueFullError:
             return _busy("Too many questions are waiting for an answer. Please try again shortly.", 503)
+        except AdmissionBusyError:
+            return _busy("Too many questions are arriving at once. Please try again shortly.", 503)
         except QueueUnavailableError:
             return _busy("The service could not queue this question. Please try again.", 503)
         except ModelNotConfiguredError as error:
             return Response({"detail": str(error)}, status=503)
-        return sse_response(request._request, turn.id, 0, view="turn")
+        return sse_response(request._request, turn.id, 0, view="turn", protocol=protocol)
 
 
 class TurnEventsView(APIView):
@@ -170,18 +198,17 @@ class TurnEventsView(APIView):
         turn = owned.values_list("status", "last_seq").first() if turn_uuid is not None else None
         if turn is None or turn_uuid is None:
             raise NotFound()
+        protocol = stream_protocol(request)
         raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
             raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
+        after = 0 if protocol == AI_SDK else int(raw)  # the AI SDK's reconnect replays the turn whole
         status, last_seq = turn
-        if status not in ACTIVE_STATUSES and int(raw) >= last_seq:
+        if protocol != AI_SDK and status not in ACTIVE_STATUSES and after >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)
         limit = settings.LIVE_SSE_MAX_STREAMS_PER_USER
         give_back = STREAM_SLOTS.take(request.user.pk, limit)
         if give_back is None:
             return _busy(f"You have {limit} answer streams open. Close one and try again.", 429)
-        response = sse_response(request._request, turn_uuid, int(raw), view="events")
-        # Given back when the response is closed: the stream ended or the client left (silvia.asgi closes
-        # every response, a stream that failed midway included).
-        response._resource_closers.append(give_back)  # type: ignore[attr-defined]  # what close() calls
-        return response
+        # Given back when the stream ends, or its client leaves (the stream's own `finally`).
+        return sse_response(request._request, turn_uuid, after, view="events", protocol=protocol, on_close=give_back)

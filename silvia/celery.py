@@ -89,15 +89,22 @@ def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
     # the first turn this worker takes.
     import live.runner  # noqa: F401
     from live.configured import warn_if_no_model
-    from live.service import turns_orphaned_requeue
+    from live.engine import requeue_orphans, sweep_stuck_turns
 
     warn_if_no_model()
-    if str(app.conf.broker_url).startswith("filesystem://"):
-        # The filesystem transport has no redelivery: the turns a dead embedded
-        # worker was running are sent again, to resume from their checkpoints.
-        requeued = turns_orphaned_requeue()
-        if requeued:
-            logger.warning("embedded worker: %d turn(s) left running by a stopped worker queued again", requeued)
+    try:
+        # Turns no task will finish end with an error their clients read (docs/job-engine.md#stuck-turns).
+        ended = sweep_stuck_turns()
+        if ended:
+            logger.warning("%d stuck turn(s) ended", ended)
+        if str(app.conf.broker_url).startswith("filesystem://"):
+            # The filesystem transport has no redelivery: the turns a stopped embedded worker
+            # held (or had taken from the folder) are sent again, to start or resume.
+            requeued = requeue_orphans()
+            if requeued:
+                logger.warning("embedded worker: %d turn(s) a stopped worker held queued again", requeued)
+    except Exception as error:  # the database is down: the worker still starts; admission ends stuck turns
+        logger.error("the start-up sweep of stuck turns failed (%s)", type(error).__name__)
 
 
 # Metrics (docs/metrics.md#the-turn-workers-figures): the worker's database pool is sampled around its

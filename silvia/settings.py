@@ -302,6 +302,15 @@ LIVE_TURN_MAX_QUEUED = env.int("LIVE_TURN_MAX_QUEUED", default=200)
 LIVE_TURN_RETRY_AFTER_SECONDS = env.int("LIVE_TURN_RETRY_AFTER_SECONDS", default=5)
 # How many times a worker may take a turn again after the one running it stopped; then it fails.
 LIVE_TURN_MAX_RESUMES = env.int("LIVE_TURN_MAX_RESUMES", default=3)
+# Stuck turns (docs/job-engine.md#stuck-turns): queued this long, or running with no write this long
+# (longer than a model request's timeout and retries, or a tool's), a turn is ended; its start is
+# retried this many times while the database refuses it.
+LIVE_TURN_QUEUED_TIMEOUT_SECONDS = env.int("LIVE_TURN_QUEUED_TIMEOUT_SECONDS", default=600)
+LIVE_TURN_STALLED_SECONDS = env.int("LIVE_TURN_STALLED_SECONDS", default=900)
+LIVE_TURN_START_RETRIES = env.int("LIVE_TURN_START_RETRIES", default=5)
+# Admissions one process runs at once (their database work); a POST waits this long for a slot, then 503.
+LIVE_TURN_ADMISSIONS_AT_ONCE = env.int("LIVE_TURN_ADMISSIONS_AT_ONCE", default=4)
+LIVE_TURN_ADMISSION_WAIT_SECONDS = env.float("LIVE_TURN_ADMISSION_WAIT_SECONDS", default=10.0)
 # The `retry:` each event stream starts with: how long an EventSource waits before it reconnects.
 LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 # Event streams (reconnects, GET .../events/) one user may have open in one process; past it 429.

@@ -47,8 +47,8 @@ class ProcfileProcess:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        # The tests' web processes listen on loopback only, whatever the Procfile says.
-        command = procfile_lines()[name].replace("--host 0.0.0.0", "--host 127.0.0.1")
+        # The tests' servers listen on loopback only, whatever the Procfile says.
+        command = procfile_lines()[name].replace("0.0.0.0", "127.0.0.1")
         bin_dir = str(Path(sys.executable).parent)
         full_env = {
             **os.environ,
@@ -109,7 +109,13 @@ class ProcfileProcess:
 
 
 def start_web(env: dict[str, str], log_path: Path) -> ProcfileProcess:
+    """The `web:` line: gunicorn, the API, pages and admin."""
     return ProcfileProcess("web", env, log_path).wait_until("port")
+
+
+def start_stream(env: dict[str, str], log_path: Path) -> ProcfileProcess:
+    """The `stream:` line: uvicorn, the live turns' streams (it serves every other route too)."""
+    return ProcfileProcess("stream", env, log_path).wait_until("port")
 
 
 def start_worker(env: dict[str, str], log_path: Path) -> ProcfileProcess:
@@ -158,6 +164,9 @@ class Stack:
 
     def web(self, **extra: str) -> ProcfileProcess:
         return self._started(start_web, extra)
+
+    def stream(self, **extra: str) -> ProcfileProcess:
+        return self._started(start_stream, extra)
 
     def worker(self, **extra: str) -> ProcfileProcess:
         return self._started(start_worker, extra)

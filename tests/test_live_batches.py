@@ -8,6 +8,7 @@ a turn taken over by another worker is reported to the turn's thread.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -16,9 +17,9 @@ import pytest
 
 from chat.models import LiveTurn, LiveTurnEvent
 from citations.live_events import citation_event, text_event
+from live.engine import turn_acquire
 from live.log import LostTurnError
-from live.service import turn_acquire
-from live.wakeups import Notifier, notify_payload, parse_payload
+from live.wakeups import TurnFeeds, notify_payload, parse_payload
 from live.writer import EventWriter
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -116,21 +117,17 @@ def test_a_notify_payload_carries_a_batch_that_fits_and_only_the_turn_id_otherwi
         assert parse_payload(f"{turn_id}\n{lines}") == (str(turn_id), None)
 
 
-def test_the_notifier_keeps_the_carried_events_of_a_followed_turn_consecutive_or_not_at_all():
-    notifier, key = Notifier(), str(uuid.uuid4())
-    notifier.notify(key, [(2, "text", "{}")])
-    assert notifier.take(key, 1) is None  # no stream here follows the turn: nothing kept
-    notifier.watch(key)
-    assert notifier.take(key, 1) is None  # nothing kept yet: read the log
-    notifier.notify(key, [(2, "text", '{"text":"a"}'), (3, "text", '{"text":"b"}')])
-    notifier.notify(key, [(4, "citation", "{}")])
-    assert notifier.take(key, 1) == [(2, "text", '{"text":"a"}'), (3, "text", '{"text":"b"}'), (4, "citation", "{}")]
-    assert notifier.take(key, 3) == [(4, "citation", "{}")] and notifier.take(key, 4) == []
-    assert notifier.take(key, 0) is None  # event 1 is not kept: read the log
-    notifier.notify(key, [(9, "text", "{}")])  # a gap (a batch too big for a payload): start again from 9
-    assert notifier.take(key, 4) is None and notifier.take(key, 8) == [(9, "text", "{}")]
-    notifier.notify(key)  # a wake-up that names no events: the log must be read
-    assert notifier.take(key, 9) is None
-    notifier.unwatch(key)
-    notifier.notify(key, [(10, "text", "{}")])
-    assert notifier.take(key, 9) is None
+def test_a_notification_reaches_the_feeds_that_follow_its_turn_with_the_events_it_carried():
+    async def run() -> list[list[tuple[int, str, str]] | None]:
+        feeds, key, other = TurnFeeds(None), uuid.uuid4(), uuid.uuid4()  # no listener: dispatched by hand
+        first, second, elsewhere = feeds.follow(key), feeds.follow(key), feeds.follow(other)
+        feeds.dispatch(notify_payload(key, [(2, "text", '{"text":"a"}'), (3, "citation", "{}")]))
+        feeds.dispatch(str(key))  # a wake-up that names no events: read the log
+        feeds.dispatch(f"{key}\nnot an event line")  # someone else's payload on the channel: read the log
+        feeds.unfollow(key, second)
+        feeds.dispatch(notify_payload(key, [(4, "text", "{}")]))
+        got = [first.get_nowait() for _ in range(first.qsize())]
+        assert (second.qsize(), elsewhere.qsize(), feeds.following()) == (3, 0, 2)
+        return got
+
+    assert asyncio.run(run()) == [[(2, "text", '{"text":"a"}'), (3, "citation", "{}")], None, None, [(4, "text", "{}")]]

@@ -109,7 +109,7 @@ def test_a_turn_resumed_from_an_older_checkpoint_past_it_rewinds_and_is_stored(m
     LiveTurnEvent.objects.bulk_create(
         LiveTurnEvent(turn=turn, seq=i, event=name, data=json.dumps(data)) for i, (name, data) in enumerate(sent, 1)
     )
-    run_live_turn.delay(str(turn.id))  # its task, redelivered: a worker takes the turn over
+    run_live_turn.apply_async(args=[str(turn.id)], task_id=str(turn.task_id))  # its task, redelivered: a takeover
     assert wait_for_turns(30)
     turn.refresh_from_db()
     assert turn.status == "done" and turn.stop_reason == "end_turn"

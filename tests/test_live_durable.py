@@ -17,9 +17,9 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
-from citations.live_events import text_event
+from citations.live_events import LOG_ONLY_EVENTS, text_event
+from live.engine import turn_acquire
 from live.log import LostTurnError, append_event
-from live.service import turn_acquire
 from tests.live_support import SSEClient, apply_rewind, cite, database_url, script, step, text, tool_use
 from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
 
@@ -116,8 +116,12 @@ def normalized(events):
     return out
 
 
-def consecutive_ids(events) -> bool:
-    return [seq for seq, _, _ in events] == list(range(1, len(events) + 1))
+def logged_ids(events) -> bool:
+    """The client's ids are exactly its turn's log's ids but those of the log-only events (which our stream
+    never sends: docs/live.md#log-only-events), in order: nothing lost, nothing repeated."""
+    turn_id = events[0][2]["turn_id"]
+    logged = LiveTurnEvent.objects.filter(turn_id=turn_id).exclude(event__in=LOG_ONLY_EVENTS).order_by("seq")
+    return [seq for seq, _, _ in events] == list(logged.values_list("seq", flat=True))
 
 
 def stored(log_id):
@@ -135,7 +139,7 @@ def uninterrupted(web, token):
 
 def test_disconnect_after_n_events_and_reconnect(embedded, token, recorded_model_server):
     recorded_model_server.load([durable_script(delay_ms=2)])
-    web = embedded.web()
+    web = embedded.stream()
     embedded.worker()
     reference = uninterrupted(web, token)
     total = len(reference)
@@ -157,7 +161,7 @@ def test_disconnect_after_n_events_and_reconnect(embedded, token, recorded_model
         again.close()
         seen = first + rest
         assert normalized(seen) == normalized(reference), n
-        assert consecutive_ids(seen), n
+        assert logged_ids(seen), n
         assert stored(seen[-1][2]["log_id"]) == stored(reference[-1][2]["log_id"])
         # ?after= works the same as the header, and a finished turn replays and closes.
         replay = SSEClient(web.base_url, "GET", f"/api/chat/turns/{turn_id}/events?after=0", token)
@@ -167,7 +171,7 @@ def test_disconnect_after_n_events_and_reconnect(embedded, token, recorded_model
 
 def test_reconnect_served_by_a_second_web_process(embedded, token, recorded_model_server):
     recorded_model_server.load([durable_script(delay_ms=40)])
-    first_web, second_web = embedded.web(), embedded.web()
+    first_web, second_web = embedded.stream(), embedded.stream()
     embedded.worker()
     post = SSEClient(first_web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "?"})
     first = post.events(limit=4)
@@ -182,7 +186,7 @@ def test_reconnect_served_by_a_second_web_process(embedded, token, recorded_mode
     rest = follow.events()
     follow.close()
     assert rest[-1][1] == "done"
-    assert consecutive_ids(first + rest)
+    assert logged_ids(first + rest)
     recorded_model_server.load([durable_script()])
     assert normalized(first + rest) == normalized(uninterrupted(first_web, token))
 
@@ -216,10 +220,12 @@ def crash_after_tool_rounds(web, worker, token, rounds: int, turns: int = 1) -> 
 
 
 def log_events(turn_id):
+    """What a client of our stream reads of the whole log (its log-only events are never sent)."""
     from live.sse import format_sse
     from tests.live_support import parse_sse
 
-    rows = LiveTurnEvent.objects.filter(turn_id=turn_id).order_by("seq").values_list("seq", "event", "data")
+    logged = LiveTurnEvent.objects.filter(turn_id=turn_id).exclude(event__in=LOG_ONLY_EVENTS)
+    rows = logged.order_by("seq").values_list("seq", "event", "data")
     return parse_sse(b"".join(format_sse(*row) for row in rows))
 
 
@@ -227,7 +233,7 @@ def test_sigkill_after_a_tool_round_another_worker_finishes_the_turns(stack, tok
     """Three turns killed after their second tool round: one as it was, one whose checkpoint has no
     `citationTargets` (written before targets existed), one with a malformed entry."""
     recorded_model_server.load([durable_script()])
-    web, doomed = stack.web(), stack.worker()
+    web, doomed = stack.stream(), stack.worker()
     reference = uninterrupted(web, token)
     recorded_model_server.load([durable_script(delay_ms=300)])
     plain, without_targets, malformed = crash_after_tool_rounds(web, doomed, token, rounds=2, turns=3)
@@ -264,7 +270,7 @@ def test_sigkill_after_a_tool_round_another_worker_finishes_the_turns(stack, tok
 def test_embedded_worker_restarted_resumes_what_the_dead_one_ran(embedded, token, recorded_model_server):
     """The filesystem transport has no redelivery: a new embedded worker queues its dead predecessor's turns again."""
     recorded_model_server.load([durable_script(delay_ms=150)])
-    web, doomed = embedded.web(), embedded.worker()
+    web, doomed = embedded.stream(), embedded.worker()
     (turn_id,) = crash_after_tool_rounds(web, doomed, token, rounds=1)
     recorded_model_server.load([durable_script()])
     embedded.worker()
@@ -298,7 +304,7 @@ def test_killed_after_the_client_read_past_the_checkpoint_a_different_answer_rew
     stack, token, recorded_model_server
 ):
     recorded_model_server.load([durable_script(delay_ms=150)])
-    web, doomed = stack.web(), stack.worker()
+    web, doomed = stack.stream(), stack.worker()
     post = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "cards?"})
     first = post.events(limit=1)
     turn_id = uuid.UUID(first[0][2]["turn_id"])
@@ -310,7 +316,7 @@ def test_killed_after_the_client_read_past_the_checkpoint_a_different_answer_rew
     # Asked again, the model answers differently; RabbitMQ gives the task to the next worker.
     recorded_model_server.load([durable_script(second_answer=True)])
     stack.worker()
-    second_web = stack.web()
+    second_web = stack.stream()
     # The client reconnects where it stopped, to another web process.
     again = SSEClient(
         second_web.base_url,

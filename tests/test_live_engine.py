@@ -133,7 +133,7 @@ def test_a_queued_turn_waits_admission_refuses_then_a_worker_finishes_them(recor
         tmp_path,
     )
     try:
-        web = stack.web()  # and no worker
+        web = stack.stream()  # and no worker
         ana, bo, cy = token_for("ana"), token_for("bo"), token_for("cy")
         conn, first = post(web.base_url, ana, {"message": "fee?"})
         assert first.status == 200
@@ -184,7 +184,7 @@ def test_forty_turns_of_twenty_users_with_a_worker_killed(recorded_model_server,
     recorded_model_server.load([answer_script(delay_ms=60)])
     stack = Stack(env_for(recorded_model_server, rabbitmq_env()), tmp_path)
     try:
-        webs = [stack.web(), stack.web()]
+        webs = [stack.stream(), stack.stream()]
         workers = [stack.worker(), stack.worker()]
         tokens = [token_for(f"user{i:02d}") for i in range(20)]
         results: list[dict] = []
@@ -243,7 +243,7 @@ def test_sigterm_during_a_turn_the_worker_finishes_it_then_exits(recorded_model_
     recorded_model_server.load([answer_script(delay_ms=100)])
     stack = Stack(env_for(recorded_model_server, broker_for_this_database(tmp_path)), tmp_path)
     try:
-        web, worker = stack.web(), stack.worker()
+        web, worker = stack.stream(), stack.worker()
         token = token_for("dee")
         client = SSEClient(web.base_url, "POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", token, {"message": "?"})
         turn_id = client.events(limit=1)[0][2]["turn_id"]
@@ -264,7 +264,7 @@ def test_no_model_configured_is_503_and_each_process_warns_once(tmp_path):
         tmp_path,
     )
     try:
-        web, worker = stack.web(), stack.worker()
+        web, worker = stack.stream(), stack.worker()
         _, response = post(web.base_url, token_for("eve"), {"message": "hi"})
         assert response.status == 503 and response.getheader("Content-Type") == "application/json"
         assert json.loads(response.read()) == {"detail": "Live answers are not configured on this server."}

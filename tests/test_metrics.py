@@ -241,7 +241,7 @@ def test_turns_failed_without_a_run_are_counted_by_their_type(maya, settings):
     """A turn whose workers stopped too often (`interrupted`, at its next delivery) and a queued turn whose
     task the broker refused (`queue_unavailable`, in the web process) end failed without a runner."""
     from chat.models import LiveTurnEvent
-    from live.service import _fail_queued, turn_acquire
+    from live.engine import fail_unstarted, turn_acquire
 
     def counted(error_type: str) -> float:
         return _value("silvia_turns_finished_total", outcome="failed", error_type=error_type)
@@ -258,8 +258,8 @@ def test_turns_failed_without_a_run_are_counted_by_their_type(maya, settings):
     assert None not in (turn_acquire(interrupted.id), turn_acquire(interrupted.id))  # a start, a takeover
     assert turn_acquire(interrupted.id) is None and turn_acquire(interrupted.id) is None  # failed, then a no-op
     refused = queued()
-    _fail_queued(refused.id, "queue_unavailable", "The service could not queue this question.")
-    _fail_queued(refused.id, "queue_unavailable", "The service could not queue this question.")  # not queued now
+    fail_unstarted(refused.id, "queue_unavailable", "The service could not queue this question.")
+    fail_unstarted(refused.id, "queue_unavailable", "The service could not queue this question.")  # not queued now
     assert {kind: counted(kind) - before[kind] for kind in before} == {"interrupted": 1, "queue_unavailable": 1}
     assert {(row.error or {}).get("type") for row in LiveTurn.objects.filter(status="failed")} == set(before)
 
@@ -446,7 +446,7 @@ def test_a_workers_live_turns_are_in_a_scrape_of_the_web(recorded_model_server, 
     )
     stack = Stack(env, tmp_path)
     try:
-        web, worker = stack.web(), stack.worker()
+        web, worker = stack.stream(), stack.worker()
         token = token_for("metrics-user")
 
         def moved_by(before: dict, expected: dict, what: str) -> None:

@@ -1,0 +1,144 @@
+"""A worker taking a live turn, and the turns no worker will finish (docs/job-engine.md).
+
+- `turn_acquire(turn_id, task_id)` is where a worker takes a turn. Only the
+  turn's own task does (its `task_id`): a queued turn starts; a running one
+  (its task redelivered because its worker died) is taken over with a new
+  worker token, at most `LIVE_TURN_MAX_RESUMES` times, then it fails; a
+  finished one, or a task of another id (stale: the turn was queued again),
+  is left alone. The broker redelivers a dead worker's unacknowledged task:
+  there is no lease or heartbeat.
+- A turn no task will run any more is *stuck* (`turns_stuck`): `queued` for
+  `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`, or `running` with no write for
+  `LIVE_TURN_STALLED_SECONDS`. `end_stuck` ends it with an `error` event its
+  client reads. Admission ends the user's stuck turns before counting them
+  (`live.service`), and a worker ends every stuck turn when it starts
+  (`sweep_stuck_turns`), so no session is 409 for ever; the embedded broker,
+  which has no redelivery, also queues the turns a stopped worker held again
+  (`requeue_orphans`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from citations.live_events import error_event
+from live.db import notify_turn, sqlite_write_lock
+from live.log import encode, turn_fail
+
+__all__ = ["end_stuck", "fail_unstarted", "requeue_orphans", "sweep_stuck_turns", "turn_acquire", "turns_stuck"]
+
+logger = logging.getLogger(__name__)
+
+#: What the client of a stuck turn reads (docs/live.md#failures).
+STUCK_MESSAGE = "This answer could not be finished. Please try again."
+
+
+def turn_acquire(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> uuid.UUID | None:
+    """Take `turn_id` for the task `task_id` (None: whichever task); its new worker token, or None when
+    there is nothing to run.
+
+    Raises the database's errors (`DatabaseError`): the task retries through the engine.
+    """
+    token = uuid.uuid4()
+    with sqlite_write_lock(), transaction.atomic():
+        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
+        if turn is None:
+            return None
+        if task_id is not None and turn.task_id != task_id:
+            logger.info("turn %s: a stale task (the turn was queued again) does nothing", turn_id)
+            return None
+        now = timezone.now()
+        if turn.status == LiveTurnStatus.QUEUED:
+            LiveTurn.objects.filter(pk=turn_id).update(
+                status=LiveTurnStatus.RUNNING, worker_token=token, started_at=now, progressed_at=now
+            )
+            return token
+        if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
+            # The log is kept whole: the run goes on after its last id and rewinds
+            # what its checkpoint does not hold (live.checkpoint.resume_rewind).
+            LiveTurn.objects.filter(pk=turn_id).update(
+                worker_token=token, resume_count=F("resume_count") + 1, progressed_at=now
+            )
+            logger.info("turn %s taken over from a stopped worker", turn_id)
+            return token
+    logger.warning("turn %s: its workers stopped %d times; it fails", turn_id, turn.resume_count + 1)
+    if turn_fail(turn_id, kind="interrupted", message="This answer was interrupted too many times. Please try again."):
+        count_failed(turn, "interrupted")
+    return None
+
+
+def fail_unstarted(turn_id: uuid.UUID, kind: str, message: str) -> bool:
+    """End a queued turn (no worker holds it) with an `error` event after its last one; whether it did."""
+    event = error_event(kind=kind, message=message)
+    with sqlite_write_lock(), transaction.atomic():
+        turn = LiveTurn.objects.select_for_update().filter(pk=turn_id, status=LiveTurnStatus.QUEUED).first()
+        if turn is None:
+            return False
+        seq = turn.last_seq + 1
+        LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event=event.name, data=encode(event))
+        LiveTurn.objects.filter(pk=turn_id).update(
+            status=LiveTurnStatus.FAILED, error=event.data["error"], last_seq=seq, finished_at=timezone.now()
+        )
+        transaction.on_commit(lambda: notify_turn(turn_id))
+    count_failed(turn, kind)
+    return True
+
+
+def turns_stuck(turns: list[LiveTurn], now: dt.datetime | None = None) -> list[LiveTurn]:
+    """The turns of `turns` (queued or running) that no task will finish: queued for
+    `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`, running with no write for `LIVE_TURN_STALLED_SECONDS`."""
+    now = now or timezone.now()
+    queued = now - dt.timedelta(seconds=settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS)
+    stalled = now - dt.timedelta(seconds=settings.LIVE_TURN_STALLED_SECONDS)
+    return [
+        turn
+        for turn in turns
+        if (turn.status == LiveTurnStatus.QUEUED and turn.created_at < queued)
+        or (turn.status == LiveTurnStatus.RUNNING and (turn.progressed_at or turn.created_at) < stalled)
+    ]
+
+
+def end_stuck(turns: list[LiveTurn]) -> int:
+    """End each of `turns` (from `turns_stuck`) with an `error` event, `stuck` its type; how many ended."""
+    ended = 0
+    for turn in turns:
+        logger.warning("turn %s: %s past its bound with no task to finish it; it fails", turn.id, turn.status)
+        if turn.status == LiveTurnStatus.QUEUED:
+            ended += fail_unstarted(turn.id, "stuck", STUCK_MESSAGE)
+        elif turn_fail(turn.id, kind="stuck", message=STUCK_MESSAGE):
+            count_failed(turn, "stuck")
+            ended += 1
+    return ended
+
+
+def sweep_stuck_turns() -> int:
+    """End every stuck turn (a worker's start); how many ended."""
+    return end_stuck(turns_stuck(list(LiveTurn.objects.active())))
+
+
+def requeue_orphans() -> int:
+    """Queue every queued or running turn again with a new task id (the embedded worker's start: no other
+    worker can be running them, and a message it had taken is gone); their older tasks do nothing."""
+    from live.service import enqueue
+
+    requeued = 0
+    for turn in list(LiveTurn.objects.active()):
+        turn.task_id = uuid.uuid4()
+        if LiveTurn.objects.filter(pk=turn.pk, status__in=[turn.status]).update(task_id=turn.task_id):
+            enqueue(turn)
+            requeued += 1
+    return requeued
+
+
+def count_failed(turn: LiveTurn, kind: str) -> None:
+    from telemetry import metrics  # with the first failure, not at start-up (docs/metrics.md)
+
+    metrics.turn_finished(outcome="failed", error_type=kind, seconds=(timezone.now() - turn.created_at).total_seconds())

@@ -1,0 +1,315 @@
+"""Serving a turn's event log as a stream (docs/live.md): one loop, for our events and the AI SDK's, sync and async.
+
+`tail_steps` is the loop, sans-IO (as h11 is): a generator that yields what
+to do next, bytes to send, `Read(after)` (the log's rows after that id) or
+`Wait(seconds)` (for a wake-up), and is sent each answer. Its two drivers are
+ten lines each:
+
+- `async_stream` (ASGI: the stream process, `make run`) waits on the turn's
+  feed (`live.wakeups`: a coroutine and a queue; no thread, no database
+  connection), and reads the log in the default executor, a page at a time,
+  only at the start, when a wake-up names no events (or a gap) and after a
+  quiet `LIVE_TURN_KEEPALIVE_SECONDS`; on SQLite it polls every
+  `LIVE_TURN_POLL_SECONDS`;
+- `sync_stream` (WSGI: a stream that reached the web process, the tests'
+  live server) polls, holding its thread.
+
+A queued turn's stream sends what its log holds (`turn`) at once, then
+keep-alives until a worker takes it. The stream ends after `done` or `error`,
+or when the turn ended by its status alone (`turn_fail` without an event).
+A stream never raises: a failed read ends it (and is logged by class), so
+the server always closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from chat.models import ACTIVE_STATUSES, LiveTurn
+from citations.ai_sdk import DONE_FRAME, PROTOCOL, UIMessageStream, format_chunk
+from citations.live_events import FINAL_EVENTS, LOG_ONLY_EVENTS, EventName
+from live import db
+from live.log import events_after, release_connection
+from live.sse import KEEPALIVE, format_retry, format_sse
+from live.wakeups import Feed, turn_feeds
+
+__all__ = [
+    "BATCH",
+    "STREAM_SLOTS",
+    "Read",
+    "StreamSlots",
+    "Wait",
+    "async_stream",
+    "closing",
+    "sync_stream",
+    "tail_steps",
+]
+
+logger = logging.getLogger(__name__)
+
+BATCH = 1000  # events read at most per query
+
+Row = tuple[int, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """Read the log after event id `after`: answer `(rows, ended, error)` (`read_log`)."""
+
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait up to `seconds` for a wake-up: answer its rows (a notification's events), None (read the
+    log) or `TIMED_OUT`."""
+
+    seconds: float
+
+
+TIMED_OUT = object()
+
+
+def read_log(turn_id: uuid.UUID, after: int) -> tuple[list[Row], bool, Any]:
+    """A page of the turn's events after `after`; whether the turn is over with no more events (its
+    last event commits with its final status, so a turn that ended is read once more), and then its
+    stored `error` (a turn failed by its status alone has no `error` event)."""
+    try:
+        rows = events_after(turn_id, after, limit=BATCH)
+        if rows:
+            return rows, False, None
+        status = LiveTurn.objects.filter(pk=turn_id).values_list("status", "error").first()
+        if status is not None and status[0] in ACTIVE_STATUSES:
+            return [], False, None
+        rows = events_after(turn_id, after, limit=BATCH)
+        return rows, not rows, status[1] if status is not None and not rows else None
+    finally:
+        release_connection()
+
+
+class Tail:
+    """What one stream has sent: the frames for the next rows of the log, ours or the AI SDK's."""
+
+    def __init__(self, after: int, protocol: str | None) -> None:
+        self.after = after
+        self.ui = UIMessageStream() if protocol == PROTOCOL else None
+        self.over = False
+
+    def opening(self) -> bytes:
+        return b"" if self.ui is not None else format_retry(settings.LIVE_SSE_RETRY_MS)
+
+    def frames(self, rows: list[Row], *, more: bool = False) -> bytes:
+        """The frames of the rows after `after` (`more`: the next page follows at once)."""
+        rows = [row for row in rows if row[0] > self.after]
+        if not rows:
+            return b""
+        self.after = rows[-1][0]
+        if self.ui is None:
+            self.over = rows[-1][1] in FINAL_EVENTS
+            return b"".join(format_sse(seq, event, data) for seq, event, data in rows if event not in LOG_ONLY_EVENTS)
+        chunks = self.ui.feed([(seq, event, orjson.loads(data)) for seq, event, data in rows], hold=more)
+        return self._ui_frames(chunks)
+
+    def ended(self, error: Any) -> bytes:
+        """The turn ended by its status alone: the AI SDK stream still gets its error, then `[DONE]`."""
+        self.over = True
+        if self.ui is None or self.ui.ended:
+            return b""
+        data = {"error": error if isinstance(error, dict) else {"type": "internal_error", "message": ""}}
+        return self._ui_frames(self.ui.feed([(self.after + 1, EventName.ERROR, data)]))
+
+    def _ui_frames(self, chunks: list[Any]) -> bytes:
+        assert self.ui is not None
+        data = b"".join(format_chunk(chunk) for chunk in chunks)
+        if self.ui.ended:
+            self.over = True
+            data += DONE_FRAME
+        return data
+
+
+def tail_steps(after: int, protocol: str | None, *, woken: bool) -> Generator[bytes | Read | Wait, Any, None]:
+    """The stream of a turn's events after `after` (see the module docstring); `woken`: a wake-up comes
+    with each notification (else the loop polls)."""
+    tail = Tail(after, protocol)
+    opening = tail.opening()
+    if opening:
+        yield opening
+    keepalive, poll = settings.LIVE_TURN_KEEPALIVE_SECONDS, settings.LIVE_TURN_POLL_SECONDS
+    read, idle_since = True, time.monotonic()
+    while True:
+        if read:
+            rows, ended, error = yield Read(tail.after)
+            data = tail.frames(rows, more=len(rows) == BATCH) + (tail.ended(error) if ended else b"")
+            if data:
+                yield data
+                idle_since = time.monotonic()
+            if tail.over:
+                return
+            if len(rows) == BATCH:
+                continue  # a replay: the next page is there already
+        quiet = time.monotonic() - idle_since
+        woke = yield Wait(max(0.0, keepalive - quiet) if woken else min(poll, max(0.0, keepalive - quiet)))
+        if woke is TIMED_OUT:
+            read = True  # the poll, or (woken) the safety net: a notification may have been missed
+            if time.monotonic() - idle_since >= keepalive:
+                yield KEEPALIVE
+                idle_since = time.monotonic()
+            continue
+        rows = woke or []
+        read = not rows or rows[0][0] > tail.after + 1  # none carried, or a gap: the log has them
+        if not read:
+            data = tail.frames(rows)
+            if data:
+                yield data
+                idle_since = time.monotonic()
+            if tail.over:
+                return
+
+
+async def async_stream(
+    turn_id: uuid.UUID, after: int, *, protocol: str | None = None, on_close: Callable[[], None] | None = None
+) -> AsyncIterator[bytes]:
+    """The stream on the event loop (see the module docstring); `on_close` is called once it ends."""
+    feeds = turn_feeds() if db.listens() else None
+    feed: Feed | None = feeds.follow(turn_id) if feeds is not None else None
+    read = sync_to_async(read_log, thread_sensitive=False)
+    steps, answer = tail_steps(after, protocol, woken=feed is not None), None  # type: tuple[Any, Any]
+    try:
+        while (step := steps.send(answer)) is not None:
+            if isinstance(step, bytes):
+                answer = None
+                yield step
+            elif isinstance(step, Read):
+                answer = await read(turn_id, step.after)
+            else:
+                answer = await _woken(feed, step.seconds)
+    except StopIteration:
+        return
+    except Exception as error:  # a read failed: end the stream (the client reconnects), never raise
+        logger.warning("turn %s: its stream ended on %s", turn_id, type(error).__name__)
+    finally:
+        if feeds is not None and feed is not None:
+            feeds.unfollow(turn_id, feed)
+        if on_close is not None:
+            on_close()
+
+
+async def _woken(feed: Feed | None, seconds: float) -> Any:
+    if feed is None:
+        await asyncio.sleep(seconds)
+        return TIMED_OUT
+    try:
+        return await asyncio.wait_for(feed.get(), seconds)
+    except TimeoutError:
+        return TIMED_OUT
+
+
+def sync_stream(
+    turn_id: uuid.UUID, after: int, *, protocol: str | None = None, on_close: Callable[[], None] | None = None
+) -> Iterator[bytes]:
+    """The stream in a thread, polling (see the module docstring); `on_close` is called once it ends."""
+    steps, answer = tail_steps(after, protocol, woken=False), None  # type: tuple[Any, Any]
+    try:
+        while (step := steps.send(answer)) is not None:
+            if isinstance(step, bytes):
+                answer = None
+                yield step
+            elif isinstance(step, Read):
+                answer = read_log(turn_id, step.after)
+            else:
+                time.sleep(step.seconds)
+                answer = TIMED_OUT
+    except StopIteration:
+        return
+    except Exception as error:
+        logger.warning("turn %s: its stream ended on %s", turn_id, type(error).__name__)
+    finally:
+        if on_close is not None:
+            on_close()
+
+
+class _SyncClosing:
+    """`stream`, with a `close()` that Django calls when it closes the response: `on_close` then runs even
+    for a stream that was never iterated (its generator's own `finally` would not)."""
+
+    def __init__(self, stream: Iterator[bytes], on_close: Callable[[], None]) -> None:
+        self.stream, self.on_close = stream, on_close
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.stream
+
+    def close(self) -> None:
+        try:
+            getattr(self.stream, "close", lambda: None)()
+        finally:
+            self.on_close()
+
+
+class _AsyncClosing:
+    """`_SyncClosing` for an async stream (Django registers `close` whatever the iterator's kind)."""
+
+    def __init__(self, stream: AsyncIterator[bytes], on_close: Callable[[], None]) -> None:
+        self.stream, self.on_close = stream, on_close
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self.stream
+
+    def close(self) -> None:
+        self.on_close()
+
+
+def closing(stream: Any, on_close: Callable[[], None]) -> Any:
+    """`stream` (sync or async) wrapped so that `on_close` runs when the response closes it, iterated or not.
+    `on_close` must be safe to call twice (the stream's own end may call it too)."""
+    return _AsyncClosing(stream, on_close) if hasattr(stream, "__aiter__") else _SyncClosing(stream, on_close)
+
+
+class StreamSlots:
+    """Each user's open event streams in this process, capped (`LIVE_SSE_MAX_STREAMS_PER_USER`,
+    docs/live.md#admission): one user's thousands of reconnects would make every other user's streams
+    wait for the log's reads."""
+
+    def __init__(self) -> None:
+        self._open: dict[object, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, user_id: object, limit: int) -> Callable[[], None] | None:
+        """One more stream for `user_id`: the function that gives its slot back (once; later calls do
+        nothing), or None when the user already has `limit` open."""
+        with self._lock:
+            if self._open.get(user_id, 0) >= limit:
+                return None
+            self._open[user_id] = self._open.get(user_id, 0) + 1
+        given_back = False
+
+        def give_back() -> None:
+            nonlocal given_back
+            with self._lock:
+                if given_back:
+                    return
+                given_back = True
+                left = self._open[user_id] - 1
+                if left:
+                    self._open[user_id] = left
+                else:
+                    del self._open[user_id]
+
+        return give_back
+
+    def open_streams(self, user_id: object) -> int:
+        with self._lock:
+            return self._open.get(user_id, 0)
+
+
+STREAM_SLOTS = StreamSlots()
