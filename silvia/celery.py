@@ -15,6 +15,8 @@ from typing import Any
 from celery import Celery, signals
 from django.core.exceptions import ImproperlyConfigured
 
+from telemetry.tracing import start_tracing, stop_tracing
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
 
 
@@ -32,6 +34,9 @@ def require_metrics_folder() -> None:
 
 
 require_metrics_folder()
+# Traces (docs/metrics.md#traces): on in the web and worker processes when an OTLP endpoint is configured;
+# with none, nothing of OpenTelemetry is loaded. A bad OTEL_* value refuses the start with the SDK's words.
+start_tracing()
 
 app = Celery("silvia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -76,3 +81,16 @@ def _metrics_process_exit(sender: Any = None, **kwargs: Any) -> None:
     from telemetry.metrics import process_exiting
 
     process_exiting()
+
+
+# Traces: a forked pool's child exports through its own provider; at its exit, the worker (or the child)
+# exports the spans it still holds.
+@signals.worker_process_init.connect
+def _tracing_process_start(sender: Any = None, **kwargs: Any) -> None:
+    start_tracing()
+
+
+@signals.worker_shutdown.connect
+@signals.worker_process_shutdown.connect
+def _tracing_process_exit(sender: Any = None, **kwargs: Any) -> None:
+    stop_tracing()
