@@ -29,6 +29,7 @@ from live.configured import NOT_CONFIGURED, model_configured
 from live.db import sqlite_write_lock
 from live.log import encode, turn_fail
 from live.wakeups import notify_commit
+from telemetry import tracing
 
 __all__ = [
     "ModelNotConfiguredError",
@@ -69,6 +70,7 @@ class ModelNotConfiguredError(Exception):
     """Neither an API key nor a base URL is configured (503)."""
 
 
+@tracing.traced("start_turn", result_attributes=lambda turn: {"silvia.turn.id": str(turn.id)})
 def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
     """Admit and queue a turn in the caller's session (a new session id is the caller's).
 
@@ -117,10 +119,10 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
 
 
 def _enqueue(turn: LiveTurn) -> None:
-    from live.tasks import run_live_turn  # loads Celery on the first turn, not at start-up
+    from live.tasks import send_live_turn  # loads Celery on the first turn, not at start-up
 
     try:
-        run_live_turn.delay(str(turn.id))
+        send_live_turn(str(turn.id))
     except Exception as error:  # kombu's OperationalError after the publish retries, a bad URL, ...
         logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
         _fail_queued(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
@@ -182,9 +184,9 @@ def _count_failed(turn: LiveTurn, kind: str) -> None:
 
 def turns_orphaned_requeue() -> int:
     """Queue again every running turn (the embedded worker's start: no other worker can be running them)."""
-    from live.tasks import run_live_turn
+    from live.tasks import send_live_turn
 
     turn_ids = list(LiveTurn.objects.filter(status=LiveTurnStatus.RUNNING).values_list("pk", flat=True))
     for turn_id in turn_ids:
-        run_live_turn.delay(str(turn_id))
+        send_live_turn(str(turn_id))  # a new trace: the POST's context was not kept
     return len(turn_ids)
