@@ -55,7 +55,8 @@ def model_client() -> anthropic.Anthropic:
 
 
 def _failure_kind(error: BaseException) -> str:
-    return failure_from_exception(error).kind
+    """The `chat` span's `error.type`: the failure's kind, or `LostTurnError` when another worker took the turn."""
+    return type(error).__name__ if isinstance(error, LostTurnError) else failure_from_exception(error).kind
 
 
 @contextlib.contextmanager

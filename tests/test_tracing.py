@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -362,6 +363,58 @@ def test_an_exception_leaving_a_span_sets_its_class_never_its_text(spans):
     [span] = spans.get_finished_spans()
     assert (span.status.status_code, span.status.description, span.events) == (StatusCode.ERROR, None, ())
     assert dict(span.attributes) == {"error.type": "ValueError"}
+
+
+@pytest.mark.parametrize(
+    ("error", "error_type"),
+    [
+        ("lost", "LostTurnError"),  # another worker took the turn over: this one stopped reading
+        ("timeout", "timeout_error"),  # the failure's kind, as the turn's error event says
+    ],
+)
+def test_a_model_request_that_stopped_says_why_by_type(spans, error, error_type):
+    import anthropic
+    import httpx2
+
+    from live.log import LostTurnError
+    from live.model_client import model_request_timed
+
+    # What the stream gave before it stopped: message_start's model, id and usage.
+    step = SimpleNamespace(message={"model": "claude-x-1", "id": "msg_2", "usage": {"input_tokens": 5}})
+
+    raised = (
+        LostTurnError("turn")
+        if error == "lost"
+        else anthropic.APITimeoutError(request=httpx2.Request("POST", "http://127.0.0.1:9/v1/messages"))
+    )
+    with pytest.raises(type(raised)), model_request_timed({"model": "claude-x", "max_tokens": 8}, step):  # type: ignore[arg-type]
+        raise raised
+    [span] = spans.get_finished_spans()
+    assert span.name == "chat claude-x" and span.status.status_code == StatusCode.ERROR
+    assert {key: span.attributes[key] for key in ("error.type", "gen_ai.response.id", "gen_ai.usage.input_tokens")} == {
+        "error.type": error_type,
+        "gen_ai.response.id": "msg_2",
+        "gen_ai.usage.input_tokens": 5,
+    }
+
+
+def test_a_refused_admission_names_its_class_not_its_text(spans):
+    class TurnLimitError(Exception):
+        pass
+
+    @tracing.traced("start_turn", result_attributes=lambda turn: {"silvia.turn.id": turn})
+    def turn_start(user_pk: int) -> str:
+        raise TurnLimitError(f"user {user_pk} at 3 turns")
+
+    with pytest.raises(TurnLimitError):
+        turn_start(4711)
+    [span] = spans.get_finished_spans()
+    assert (span.name, dict(span.attributes), span.status.status_code) == (
+        "start_turn",
+        {"error.type": "TurnLimitError"},
+        StatusCode.ERROR,
+    )
+    assert "4711" not in exported_text([span])
 
 
 def test_off_every_helper_is_a_no_op(monkeypatch):
