@@ -73,7 +73,21 @@ def finished(exporter: InMemorySpanExporter, name: str, count: int = 1, timeout:
 
 
 def by_name(spans: list[ReadableSpan], name: str) -> list[ReadableSpan]:
-    return sorted((span for span in spans if span.name == name), key=lambda span: span.start_time or 0)
+    return sorted((span for span in spans if span.name == name), key=began)
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def began(span: ReadableSpan) -> int:
+    assert span.start_time is not None
+    return span.start_time
+
+
+def ended(span: ReadableSpan) -> int:
+    assert span.end_time is not None
+    return span.end_time
 
 
 def parent_of(span: ReadableSpan) -> int | None:
@@ -145,7 +159,7 @@ def test_a_live_turn_is_one_trace_from_the_post_through_the_queue_to_the_worker(
     # Under the worker's span, in the order the turn ran them: step 1 (a tool call), the tool, the
     # checkpoint after the tool round, step 2 (the answer), the stored turn.
     under_process = [span for span in exported if parent_of(span) == process.context.span_id]
-    assert [span.name for span in sorted(under_process, key=lambda s: s.start_time or 0) if span not in writes] == [
+    assert [span.name for span in sorted(under_process, key=began) if span not in writes] == [
         f"chat {settings.ANTHROPIC_MODEL}",
         "execute_tool execute_sql",
         "save_checkpoint",
@@ -158,28 +172,28 @@ def test_a_live_turn_is_one_trace_from_the_post_through_the_queue_to_the_worker(
     # three the stored turn writes (citations_summary, message, done).
     assert {parent_of(span) for span in writes} <= {process.context.span_id, *(c.context.span_id for c in chats)}
     last_seq = LiveTurn.objects.get(pk=turn_id).last_seq
-    assert sum(span.attributes["silvia.events.count"] for span in writes) == last_seq - 1 - 3
-    assert all(span.attributes["silvia.events.count"] >= 1 for span in writes)
+    assert sum(attrs(span)["silvia.events.count"] for span in writes) == last_seq - 1 - 3
+    assert all(attrs(span)["silvia.events.count"] >= 1 for span in writes)
     assert {span.status.status_code for span in exported} == {StatusCode.UNSET}
 
     # What each span says.
     messaging = {
         "messaging.system": "memory",  # the embedded test worker's transport (tests/conftest.py)
         "messaging.destination.name": live_worker.conf.task_default_queue,
-        "messaging.message.id": send.attributes["messaging.message.id"],
+        "messaging.message.id": attrs(send)["messaging.message.id"],
         "silvia.turn.id": turn_id,
     }
-    assert dict(start.attributes) == {"silvia.turn.id": turn_id}
-    assert uuid.UUID(send.attributes["messaging.message.id"])
-    assert dict(send.attributes) == {
+    assert attrs(start) == {"silvia.turn.id": turn_id}
+    assert uuid.UUID(attrs(send)["messaging.message.id"])
+    assert attrs(send) == {
         **messaging,
         "messaging.operation.name": "send",
         "messaging.operation.type": "send",
     }
-    wait = process.attributes["silvia.queue.wait_seconds"]
+    wait = attrs(process)["silvia.queue.wait_seconds"]
     # From the send (its time in the task's headers, to the microsecond) to the worker taking the task.
-    assert 0 <= wait <= (process.start_time - send.start_time) / 1e9 + 1e-5
-    assert dict(process.attributes) == {
+    assert 0 <= wait <= (began(process) - began(send)) / 1e9 + 1e-5
+    assert attrs(process) == {
         **messaging,
         "messaging.operation.name": "process",
         "messaging.operation.type": "process",
@@ -197,10 +211,10 @@ def test_a_live_turn_is_one_trace_from_the_post_through_the_queue_to_the_worker(
         "gen_ai.request.max_tokens": settings.ANTHROPIC_MAX_TOKENS,
         "gen_ai.response.model": RECORDED_MODEL,
     }
-    ids = [chat.attributes["gen_ai.response.id"] for chat in chats]
+    ids = [attrs(chat)["gen_ai.response.id"] for chat in chats]
     assert all(MESSAGE_ID.fullmatch(value) for value in ids) and ids[0] != ids[1]
     assert ids[1] == next(data for _, name, data in events if name == "message")["id"]
-    assert [dict(chat.attributes) for chat in chats] == [
+    assert [attrs(chat) for chat in chats] == [
         {
             **request,
             "gen_ai.response.id": ids[0],
@@ -216,16 +230,16 @@ def test_a_live_turn_is_one_trace_from_the_post_through_the_queue_to_the_worker(
             "gen_ai.response.finish_reasons": ("end_turn",),
         },
     ]
-    assert dict(tool.attributes) == {
+    assert attrs(tool) == {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "execute_sql",
         "gen_ai.tool.type": "function",
         "silvia.tool.outcome": "ok",
     }
-    assert dict(checkpoint.attributes) == {} and dict(save.attributes) == {}
+    assert attrs(checkpoint) == {} and attrs(save) == {}
     # Each span sits inside its parent in time: the tool and the writes inside the turn, the turn after the POST.
-    assert start.start_time <= send.start_time < send.end_time <= start.end_time <= process.start_time
-    assert all(process.start_time <= span.start_time <= span.end_time <= process.end_time for span in under_process)
+    assert began(start) <= began(send) < ended(send) <= ended(start) <= began(process)
+    assert all(began(process) <= began(span) <= ended(span) <= ended(process) for span in under_process)
 
     # No user data anywhere in what the spans export; the turn id is there (so the scan reads what it should).
     stored = client.get(f"/api/chat/sessions/{session_id}/").json()["messages"][-1]
@@ -275,12 +289,12 @@ def test_a_failed_model_request_and_a_refused_tool_say_their_type_only(
     [tool] = by_name(exported, "execute_tool execute_sql")
     # The recorded SQL tool refuses a query it has no rows for (a ToolError, its reason for the model).
     assert (tool.status.status_code, tool.status.description) == (StatusCode.ERROR, None)
-    assert (tool.attributes["error.type"], tool.attributes["silvia.tool.outcome"]) == ("tool_error", "tool_error")
+    assert (attrs(tool)["error.type"], attrs(tool)["silvia.tool.outcome"]) == ("tool_error", "tool_error")
     # The second step is answered 529 until the SDK's retries (2) run out: the failure's kind, as the error event.
     assert first.status.status_code == StatusCode.UNSET
-    assert (second.status.status_code, second.attributes["error.type"]) == (StatusCode.ERROR, "overloaded_error")
-    assert "gen_ai.response.id" not in second.attributes  # no message came
-    assert (process.status.status_code, process.attributes["error.type"]) == (StatusCode.ERROR, "overloaded_error")
+    assert (second.status.status_code, attrs(second)["error.type"]) == (StatusCode.ERROR, "overloaded_error")
+    assert "gen_ai.response.id" not in attrs(second)  # no message came
+    assert (process.status.status_code, attrs(process)["error.type"]) == (StatusCode.ERROR, "overloaded_error")
     assert all(not span.events for span in exported)  # no exception recorded, with its message
     text_ = exported_text(exported)
     assert leaked(text_, ["secret_column", "unknown recorded query", "Busy", QUESTION]) == []
@@ -295,11 +309,11 @@ def test_a_tool_the_turn_stops_waiting_for_is_an_event_of_the_turn(recorded_mode
     exported = finished(spans, "execute_tool execute_sql", timeout=15)
     [process] = by_name(exported, f"process {TASK}")
     [tool] = by_name(exported, "execute_tool execute_sql")
-    assert [(event.name, dict(event.attributes)) for event in process.events] == [
+    assert [(event.name, dict(event.attributes or {})) for event in process.events] == [
         ("tool_timed_out", {"gen_ai.tool.name": "execute_sql"})
     ]
-    assert parent_of(tool) == process.context.span_id and tool.end_time > process.end_time
-    assert tool.attributes["silvia.tool.outcome"] == "tool_error"  # "slow" has no rows either
+    assert parent_of(tool) == process.context.span_id and ended(tool) > ended(process)
+    assert attrs(tool)["silvia.tool.outcome"] == "tool_error"  # "slow" has no rows either
 
 
 @pytest.fixture
@@ -331,7 +345,7 @@ def test_usage_counts_every_input_token_and_gives_the_caches_apart(spans):
     with tracing.model_request_span(model="claude-x", max_tokens=64, error_type=str) as current:
         tracing.model_response(current, message)
     [span] = spans.get_finished_spans()
-    assert {key: value for key, value in span.attributes.items() if "usage" in key or "response" in key} == {
+    assert {key: value for key, value in attrs(span).items() if "usage" in key or "response" in key} == {
         "gen_ai.response.model": "claude-x",
         "gen_ai.response.id": "msg_1",
         "gen_ai.usage.input_tokens": 240,  # 10 + 200 + 30
@@ -346,7 +360,7 @@ def test_a_message_without_usage_or_with_odd_values_sets_only_what_it_has(spans)
     with tracing.model_request_span(model="m", max_tokens=1, error_type=str) as current:
         tracing.model_response(current, {"usage": {"input_tokens": True, "output_tokens": "3"}, "stop_reason": None})
     [span] = spans.get_finished_spans()
-    assert sorted(span.attributes) == sorted(
+    assert sorted(attrs(span)) == sorted(
         [
             "gen_ai.operation.name",
             "gen_ai.provider.name",
@@ -362,7 +376,7 @@ def test_an_exception_leaving_a_span_sets_its_class_never_its_text(spans):
         raise ValueError("SELECT * FROM accounts WHERE id = 'u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK'")
     [span] = spans.get_finished_spans()
     assert (span.status.status_code, span.status.description, span.events) == (StatusCode.ERROR, None, ())
-    assert dict(span.attributes) == {"error.type": "ValueError"}
+    assert attrs(span) == {"error.type": "ValueError"}
 
 
 @pytest.mark.parametrize(
@@ -391,7 +405,7 @@ def test_a_model_request_that_stopped_says_why_by_type(spans, error, error_type)
         raise raised
     [span] = spans.get_finished_spans()
     assert span.name == "chat claude-x" and span.status.status_code == StatusCode.ERROR
-    assert {key: span.attributes[key] for key in ("error.type", "gen_ai.response.id", "gen_ai.usage.input_tokens")} == {
+    assert {key: attrs(span)[key] for key in ("error.type", "gen_ai.response.id", "gen_ai.usage.input_tokens")} == {
         "error.type": error_type,
         "gen_ai.response.id": "msg_2",
         "gen_ai.usage.input_tokens": 5,
@@ -409,7 +423,7 @@ def test_a_refused_admission_names_its_class_not_its_text(spans):
     with pytest.raises(TurnLimitError):
         turn_start(4711)
     [span] = spans.get_finished_spans()
-    assert (span.name, dict(span.attributes), span.status.status_code) == (
+    assert (span.name, attrs(span), span.status.status_code) == (
         "start_turn",
         {"error.type": "TurnLimitError"},
         StatusCode.ERROR,
@@ -560,7 +574,7 @@ class OTLPReceiver:
 
     def spans(self) -> list[tuple[int, dict[str, Any], Any]]:
         """(request index, resource attributes, span) of every span received."""
-        out = []
+        out: list[tuple[int, dict[str, Any], Any]] = []
         with self.lock:
             for index, (_, _, request) in enumerate(self.requests):
                 for resource_spans in request.resource_spans:
