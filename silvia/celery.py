@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from celery import Celery, signals
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from telemetry.tracing import start_tracing, stop_tracing
@@ -36,6 +37,9 @@ def require_metrics_folder() -> None:
 require_metrics_folder()
 # Traces (docs/metrics.md#traces): on in the web and worker processes when an OTLP endpoint is configured;
 # with none, nothing of OpenTelemetry is loaded. A bad OTEL_* value refuses the start with the SDK's words.
+# The settings first: they read `.env` into the environment, where the SDK finds its variables (the
+# worker imports this module before anything loads them).
+settings.DEBUG  # noqa: B018
 start_tracing()
 
 app = Celery("silvia")
