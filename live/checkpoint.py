@@ -33,6 +33,7 @@ from citations.registry import CHECKPOINT_KEY, TurnRegistry
 from citations.turn import TurnRecordError, parse_turn_record
 from live.db import sqlite_write_lock
 from live.log import LostTurnError
+from telemetry import tracing
 
 __all__ = ["TurnState", "initial_checkpoint", "load_state", "resume_rewind", "save_checkpoint"]
 
@@ -145,6 +146,7 @@ def resume_rewind(state: TurnState, last_seq: int) -> StreamEvent | None:
     return rewind_event(to=state.event_seq, answer=state.assembler.answer)
 
 
+@tracing.traced("save_checkpoint")
 def save_checkpoint(turn_id: uuid.UUID, token: uuid.UUID, state: TurnState) -> None:
     """Store the state after a tool round; `LostTurnError` when this worker no longer owns the turn."""
     with sqlite_write_lock():

@@ -1,19 +1,22 @@
-"""The model API client of live turns: one SDK client per configuration and process, and its timing."""
+"""The model API client of live turns: one SDK client per configuration and process, its timing and its span."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 from django.conf import settings
 
 from live.errors import failure_from_exception
 from live.log import LostTurnError
-from telemetry import metrics
+from telemetry import metrics, tracing
+
+if TYPE_CHECKING:
+    from live.model_step import StepStream
 
 __all__ = ["model_client", "model_request_timed"]
 
@@ -44,22 +47,35 @@ def model_client() -> anthropic.Anthropic:
                 max_retries=settings.ANTHROPIC_MAX_RETRIES,
                 # Each attempt's status and the SDK's retries, counted (silvia_model_http_responses_total).
                 http_client=anthropic.DefaultHttpxClient(event_hooks=metrics.model_http_event_hooks()),
+                # The SDK's own spans off: our `chat` span is the request's (docs/metrics.md#traces), and theirs
+                # would record the prompt and the answer if ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE said so.
+                open_telemetry=False,
             )
         return _clients[key]
 
 
+def _failure_kind(error: BaseException) -> str:
+    """The `chat` span's `error.type`: the failure's kind, or `LostTurnError` when another worker took the turn."""
+    return type(error).__name__ if isinstance(error, LostTurnError) else failure_from_exception(error).kind
+
+
 @contextlib.contextmanager
-def model_request_timed() -> Iterator[None]:
-    """One model step's request in `silvia_model_request_seconds`: `ok`, or the failure's kind."""
+def model_request_timed(request: Mapping[str, Any], step: StepStream) -> Iterator[None]:
+    """One model step's request in `silvia_model_request_seconds` (`ok`, or the failure's kind) and its
+    `chat {model}` span, which gets what `step`'s message says of the answer: model, id, usage, stop reason."""
     started, outcome = time.perf_counter(), "ok"
-    try:
-        yield
-    except LostTurnError:
-        outcome = ""  # another worker took the turn: this one stopped reading, the model did not fail
-        raise
-    except Exception as error:
-        outcome = failure_from_exception(error).kind
-        raise
-    finally:
-        if outcome:
-            metrics.model_request(seconds=time.perf_counter() - started, outcome=outcome)
+    with tracing.model_request_span(
+        model=request["model"], max_tokens=request["max_tokens"], error_type=_failure_kind
+    ) as span:
+        try:
+            yield
+        except LostTurnError:
+            outcome = ""  # another worker took the turn: this one stopped reading, the model did not fail
+            raise
+        except Exception as error:
+            outcome = failure_from_exception(error).kind
+            raise
+        finally:
+            tracing.model_response(span, step.message)
+            if outcome:
+                metrics.model_request(seconds=time.perf_counter() - started, outcome=outcome)

@@ -56,7 +56,7 @@ from live.model_client import model_client, model_request_timed
 from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
 from live.prompts import system_prompt
 from live.writer import EventWriter
-from telemetry import metrics  # this module loads with the first turn only (tests/test_startup.py)
+from telemetry import metrics, tracing  # this module loads with the first turn only (tests/test_startup.py)
 from tools.registry import configured_tools
 
 __all__ = ["run_turn"]
@@ -184,7 +184,7 @@ class TurnRunner:
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
-        with model_request_timed(), model_client().messages.create(**request, stream=True) as stream:
+        with model_request_timed(request, step), model_client().messages.create(**request, stream=True) as stream:
             for raw in stream:
                 for event in step.feed(raw):
                     self.emit(event)
@@ -236,11 +236,13 @@ class TurnRunner:
         if tool is None or not isinstance(name, str) or not isinstance(tool_input, dict):
             return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}, []
         connection.close()  # the tool's thread takes its own: one connection per turn at a time
-        future = _tool_pool.submit(_run_tool_in_thread, tool, tool_input, self.user)
+        # `carried`: the tool's span (tools.measured) goes under this turn's, from the pool's thread.
+        future = _tool_pool.submit(tracing.carried(_run_tool_in_thread), tool, tool_input, self.user)
         try:
             output = future.result(timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)
         except concurrent.futures.TimeoutError:
             metrics.tool_timed_out(tool=name)
+            tracing.add_event("tool_timed_out", {"gen_ai.tool.name": name})
             return {**result, "is_error": True, "content": f"{name} timed out"}, []
         except ToolError as error:
             return {**result, "is_error": True, "content": error.reason or f"{name} failed"}, []
@@ -266,7 +268,7 @@ class TurnRunner:
         stop_reason = str(message.get("stop_reason"))
         self.flush()  # every event before these is in the log
         try:
-            with sqlite_write_lock(), transaction.atomic():
+            with tracing.span("save_turn"), sqlite_write_lock(), transaction.atomic():
                 saved = save_assembled_turn(
                     turn_id=self.turn.id,
                     session_id=self.turn.session_id,
@@ -318,6 +320,7 @@ class TurnRunner:
             return
         except Exception as error:
             logger.warning("turn %s: its events could not be written (%s)", self.turn.id, type(error).__name__)
+        tracing.turn_failed(failure.kind)
         # The checkpoint stays, for inspection in the admin.
         if turn_fail(self.turn.id, kind=failure.kind, message=failure.message, token=self.token):
             metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=self.seconds())
@@ -340,6 +343,7 @@ def run_turn(turn_id: uuid.UUID, token: uuid.UUID) -> None:
         logger.error("turn %s: the worker stopped: %s", turn_id, where_raised(error))
         try:  # never a turn left running by a crash of its runner
             failure = TurnFailure("internal_error")
+            tracing.turn_failed(failure.kind)
             if turn_fail(turn_id, kind=failure.kind, message=failure.message, token=token) and turn is not None:
                 seconds = (timezone.now() - turn.created_at).total_seconds()
                 metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=seconds)

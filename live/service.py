@@ -34,6 +34,7 @@ from live.configured import NOT_CONFIGURED, model_configured
 from live.db import sqlite_write_lock
 from live.engine import end_stuck, fail_unstarted, turns_stuck
 from live.log import encode
+from telemetry import tracing
 
 __all__ = [
     "AdmissionBusyError",
@@ -81,6 +82,7 @@ class AdmissionBusyError(Exception):
 _admissions = threading.BoundedSemaphore(settings.LIVE_TURN_ADMISSIONS_AT_ONCE)
 
 
+@tracing.traced("start_turn", result_attributes=lambda turn: {"silvia.turn.id": str(turn.id)})
 def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
     """Admit and queue a turn in the caller's session (a new session id is the caller's).
 
@@ -148,10 +150,10 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
 def enqueue(turn: LiveTurn) -> None:
     """Send the turn's task, its id the turn's `task_id`. Raises `QueueUnavailableError` (the turn failed)
     when the broker refuses it."""
-    from live.tasks import run_live_turn  # loads Celery on the first turn, not at start-up
+    from live.tasks import send_live_turn  # loads Celery on the first turn, not at start-up
 
     try:
-        run_live_turn.apply_async(args=[str(turn.id)], task_id=str(turn.task_id))
+        send_live_turn(str(turn.id), str(turn.task_id))
     except Exception as error:  # kombu's OperationalError after the publish retries, a bad URL, ...
         logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
         fail_unstarted(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")

@@ -11,6 +11,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError
 
+from telemetry import tracing
+
 logger = logging.getLogger(__name__)
 
 
@@ -35,15 +37,24 @@ def run_live_turn(self: Any, turn_id: str) -> None:
     (down for a moment) the engine retries it, `LIVE_TURN_START_RETRIES`
     times with a growing countdown, then the turn fails with an `error` event
     if the database is back (else it is ended as stuck later); any other
-    error before the start fails it. It raises only Celery's `Retry`.
+    error before the start fails it. It raises only Celery's `Retry`. The
+    run is the trace's `process` span, under the `send` span whose context
+    came in the message's headers (docs/metrics.md#traces).
     """
-    from live.engine import fail_unstarted, turn_acquire
-    from live.runner import run_turn
-
     turn_uuid = _task_id(turn_id)
     if turn_uuid is None:
         logger.error("a task named no turn: ignored")
         return
+    request = self.request
+    with tracing.task_process(run_live_turn.name, headers=request.headers, attributes=_messaging(request.id, turn_id)):
+        _start_and_run(self, turn_uuid)
+
+
+def _start_and_run(task: Any, turn_uuid: uuid.UUID) -> None:
+    from live.engine import fail_unstarted, turn_acquire
+    from live.runner import run_turn
+
+    self = task
     try:
         token = turn_acquire(turn_uuid, _task_id(self.request.id))
     except DatabaseError as error:
@@ -67,6 +78,25 @@ def _fail_quietly(fail: Callable[[uuid.UUID, str, str], bool], turn_id: uuid.UUI
         fail(turn_id, kind, "This answer could not be started. Please try again.")
     except Exception as error:  # the database is still gone: the turn is ended as stuck later
         logger.error("turn %s: could not be marked failed (%s)", turn_id, type(error).__name__)
+
+
+def send_live_turn(turn_id: str, task_id: str) -> None:
+    """Queue the turn's task `task_id`, with this thread's trace context in its headers (a `send` span around
+    it). Raises what the broker raises (kombu's `OperationalError` after the publish retries, ...)."""
+    with tracing.task_send(run_live_turn.name, attributes=_messaging(task_id, turn_id)) as headers:
+        run_live_turn.apply_async((turn_id,), task_id=task_id, headers=headers)
+
+
+def _messaging(task_id: str | None, turn_id: str) -> dict[str, str]:
+    """The `send` and `process` spans' attributes: the broker's kind (never its URL, which holds a password),
+    the queue, the task's id and the turn's."""
+    conf = run_live_turn.app.conf
+    return {
+        "messaging.system": tracing.messaging_system(str(conf.broker_url)),
+        "messaging.destination.name": str(conf.task_default_queue),
+        "messaging.message.id": str(task_id),
+        "silvia.turn.id": turn_id,
+    }
 
 
 @shared_task(name="live.sweep_stuck_turns", ignore_result=True)

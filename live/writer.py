@@ -6,11 +6,16 @@ import math
 import threading
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from citations.live_events import EventName, StreamEvent, text_event
 from live.log import append_events, encode, release_connection
+from telemetry import tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
 
 __all__ = ["EventWriter"]
 
@@ -43,6 +48,8 @@ class EventWriter:
         self._lock = threading.Lock()
         self._last_write = -math.inf
         self._error: BaseException | None = None
+        # The flusher's batches go in the trace of the turn (docs/metrics.md#traces): its thread has none.
+        self._trace_parent = tracing.current_context()
         if self.interval > 0:
             _flusher.add(self)
 
@@ -72,7 +79,7 @@ class EventWriter:
         try:
             if self._pending and self._error is None and now - self._last_write >= self.interval:
                 try:
-                    self._write()
+                    self._write(trace_parent=self._trace_parent)
                 except BaseException as error:  # the turn's thread raises it at its next event
                     self._error = error
         finally:
@@ -86,12 +93,15 @@ class EventWriter:
         if self._error is not None:
             raise self._error
 
-    def _write(self) -> None:
+    def _write(self, *, trace_parent: Context | None = None) -> None:
+        """Write the held events as one batch, in a `write_events` span (under `trace_parent`, else this
+        thread's current span)."""
         events, self._pending = self._pending, []
         try:
-            self.written = append_events(
-                self.turn_id, self.token, [(event.name, encode(event)) for event in events], after=self.written
-            )
+            with tracing.span("write_events", attributes={"silvia.events.count": len(events)}, parent=trace_parent):
+                self.written = append_events(
+                    self.turn_id, self.token, [(event.name, encode(event)) for event in events], after=self.written
+                )
         finally:
             self._last_write = time.monotonic()
             release_connection()

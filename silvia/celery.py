@@ -14,9 +14,11 @@ import sys
 from typing import Any
 
 from celery import Celery, signals
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from silvia.startup import BrokerUnavailable, StartupError, require_broker, require_database, url_problem
+from telemetry.tracing import start_tracing, stop_tracing
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
 
@@ -42,7 +44,6 @@ def check_servers() -> StartupError | None:
     stderr (silvia/startup.py; docs/deploying.md#start-up-errors), within 2 s: a broker URL that names no kombu
     transport stops the process; a database that does not answer is said once and returned, and a web process
     serves on (`/healthz` alive, `/readyz` 503 until it answers), while `celery worker` stops (below)."""
-    from django.conf import settings
     from kombu.transport import TRANSPORT_ALIASES
 
     schemes = tuple(sorted(TRANSPORT_ALIASES))
@@ -62,6 +63,11 @@ def check_servers() -> StartupError | None:
 
 
 _database_problem = check_servers()
+# Traces (docs/metrics.md#traces): on in the web and worker processes when an OTLP endpoint is configured;
+# with none, nothing of OpenTelemetry is loaded. A bad OTEL_* value refuses the start with the SDK's words.
+# After the settings (check_servers loads them): they read `.env` into the environment, where the SDK
+# finds its variables (the worker imports this module before anything loads them).
+start_tracing()
 
 app = Celery("silvia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -126,3 +132,16 @@ def _metrics_process_exit(sender: Any = None, **kwargs: Any) -> None:
     from telemetry.metrics import process_exiting
 
     process_exiting()
+
+
+# Traces: a forked pool's child exports through its own provider; at its exit, the worker (or the child)
+# exports the spans it still holds.
+@signals.worker_process_init.connect
+def _tracing_process_start(sender: Any = None, **kwargs: Any) -> None:
+    start_tracing()
+
+
+@signals.worker_shutdown.connect
+@signals.worker_process_shutdown.connect
+def _tracing_process_exit(sender: Any = None, **kwargs: Any) -> None:
+    stop_tracing()

@@ -24,6 +24,10 @@ LOADED_ON_DEMAND = (
     "httpx",  # the SDK's and search_web's HTTP client
     "pydantic",  # the SDK's types
     "prometheus_client",  # metrics: imported by what records or serves them
+    # Traces (docs/metrics.md#traces): the API with the SDK and its exporter (and its protobuf), loaded only
+    # by a process whose start found an OTLP endpoint (silvia/celery.py), or with the SDK by a turn.
+    "opentelemetry",
+    "google.protobuf",
     "live.runner",
     "live.errors",
     "tools.registry",

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from citations.tools import ToolError, ToolExecutor
+from telemetry import tracing
 
 
 @dataclass(frozen=True, slots=True)
 class MeasuredTool:
     """`tool`, with each `run` recorded in `silvia_tool_calls_total` and `silvia_tool_call_seconds`
-    (outcome `ok`, `tool_error` for a `ToolError`, `error` for anything else raised, which propagates)."""
+    (outcome `ok`, `tool_error` for a `ToolError`, `error` for anything else raised, which propagates),
+    and traced as an `execute_tool {name}` span with the same outcome (docs/metrics.md#traces)."""
 
     tool: ToolExecutor
 
@@ -28,7 +30,8 @@ class MeasuredTool:
 
         started, outcome = time.perf_counter(), "error"
         try:
-            output = self.tool.run(tool_input, user=user)
+            with tracing.tool_call_span(name=self.name, refused=ToolError):
+                output = self.tool.run(tool_input, user=user)
             outcome = "ok"
             return output
         except ToolError:
