@@ -1,5 +1,5 @@
 """`silvia.middleware.LazyMessageMiddleware`: no message storage for a request that shows none; messages
-added in one request still show on the next (tests/test_admin.py's actions check that end to end)."""
+added in one request still show on the next (tests/test_admin_actions.py checks that end to end)."""
 
 from __future__ import annotations
 
