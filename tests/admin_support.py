@@ -1,16 +1,12 @@
-"""What the staff admin's tests share: the changelist's URL, citation and row builders, three account ids,
-and signed-in staff (fixtures, loaded with `pytest_plugins`)."""
+"""What the staff admin's tests share: the changelist's URL, citation and row builders, three account ids
+(the signed-in staff are tests/admin_fixtures.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from django.contrib.auth.models import Permission
-from django.test import Client
-
 from chat.models import ChatLog
-from tests.factories import ChatLogFactory, UserFactory
+from tests.factories import ChatLogFactory
 
 REPO = Path(__file__).resolve().parents[1]
 LIST_URL = "/admin/chat/chatlog/"
@@ -42,28 +38,3 @@ def listed(response) -> set:
     """The primary keys on a changelist page."""
     assert response.status_code == 200, response.status_code
     return {log.pk for log in response.context["cl"].result_list}
-
-
-@pytest.fixture
-def staff(db):
-    """A superuser, as `make run` creates (admin/admin)."""
-    return UserFactory.create(username="admin", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def staff_client(staff) -> Client:
-    client = Client()
-    client.force_login(staff)
-    return client
-
-
-@pytest.fixture
-def viewer_client(db) -> Client:
-    """Staff allowed to view logs, not to change them."""
-    viewer = UserFactory.create(username="viewer", is_staff=True)
-    viewer.user_permissions.add(
-        Permission.objects.get(codename="view_chatlog"), Permission.objects.get(codename="view_chatsession")
-    )
-    client = Client()
-    client.force_login(viewer)
-    return client

@@ -12,7 +12,7 @@ from chat.models import ChatLog
 from tests.admin_support import LIST_URL, change_url, cite, listed, log_with
 from tests.factories import ChatLogFactory, UserFactory
 
-pytest_plugins = ["tests.admin_support"]
+pytest_plugins = ["tests.admin_fixtures"]
 
 
 @pytest.mark.django_db

@@ -23,7 +23,7 @@ from tests.admin_queries_support import COLUMNS, LEGACY, _db_counts, _raw_insert
 from tests.admin_support import ACCOUNT_A, LIST_URL, listed
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
-pytest_plugins = ["tests.admin_support"]
+pytest_plugins = ["tests.admin_fixtures"]
 
 
 MIGRATION_0003 = importlib.import_module("chat.migrations.0003_admin_reads_json")

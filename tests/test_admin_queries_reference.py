@@ -29,7 +29,7 @@ from tests.admin_support import ACCOUNT_A, ACCOUNT_B, ACCOUNT_C, LIST_URL, liste
 from tests.cases import load_cases
 from tests.factories import ChatSessionFactory, UserFactory
 
-pytest_plugins = ["tests.admin_support"]
+pytest_plugins = ["tests.admin_fixtures"]
 
 
 def _golden_record() -> dict:

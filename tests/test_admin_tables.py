@@ -20,7 +20,7 @@ from tests.admin_support import ACCOUNT_A, ACCOUNT_B, LIST_URL, REPO, change_url
 from tests.cases import load_cases
 from tests.factories import ChatLogFactory, UserFactory
 
-pytest_plugins = ["tests.admin_support"]
+pytest_plugins = ["tests.admin_fixtures"]
 
 
 EXAMPLE_TURNS = REPO / "examples" / "turns"
