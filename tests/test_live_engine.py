@@ -25,9 +25,9 @@ from rest_framework.authtoken.models import Token
 
 from chat.models import ChatLog, LiveTurn, LiveTurnStatus
 from tests.factories import UserFactory
+from tests.live_durable_support import needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, cite, database_url, parse_sse, script, step, text, tool_use
 from tests.procfile import Stack, filesystem_env, rabbitmq_env
-from tests.test_live_durable import needs_rabbitmq, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
