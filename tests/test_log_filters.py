@@ -1,4 +1,5 @@
-"""Unit tests of the privacy log filters (docs/privacy.md); end to end in tests/test_privacy_logs.py."""
+"""Unit tests of the privacy log filters (docs/privacy.md); end to end in tests/test_privacy_logs_operator.py and
+tests/test_privacy_logs_in_process.py."""
 
 from __future__ import annotations
 
