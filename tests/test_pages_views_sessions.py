@@ -1,25 +1,21 @@
-"""The pages through Django's test client: sign-in, scoping, escaping (docs/privacy.md and docs/pages.md)."""
+"""The pages through Django's test client (docs/privacy.md and docs/pages.md): sign-in and sign-out, the
+session list and pages scoped to the caller and paginated, everything stored escaped, no provider, the ask
+form only with a model configured, no asset from elsewhere, the favicon."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import uuid
 
 import pytest
-from django.test import Client
 
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
+pytest_plugins = ["tests.pages_fixtures"]
+
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def maya_client(maya):
-    client = Client()
-    client.force_login(maya)
-    return client
 
 
 def test_home_sends_a_visitor_to_sign_in_and_a_user_to_the_sessions(client, maya_client):
@@ -197,10 +193,6 @@ def test_model_configured(settings, explicit, key, base_url, expected):
     assert model_configured() is expected
 
 
-def test_unknown_account_is_404(maya_client):
-    assert maya_client.get("/accounts/not-an-account-id-000").status_code == 404
-
-
 def test_static_files_are_served_without_a_cdn(maya_client, maya):
     log = ChatLogFactory.create(session__user=maya)
     html = maya_client.get(f"/chat/{log.session_id}/").content.decode()
@@ -215,79 +207,6 @@ def test_another_user_is_just_another_user(client, other_user):
     assert client.get(f"/chat/{mine.id}/").status_code == 404
 
 
-@pytest.fixture
-def demo_finance(maya, other_user):
-    from finance.demo import seed_demo_finance
-
-    seed_demo_finance(maya=maya, sam=other_user)
-
-
-def _account(username, name):
-    from finance.models import Account
-
-    return Account.objects.get(user__username=username, name=name)
-
-
-def test_account_page_is_the_callers_own(maya_client, demo_finance):
-    card = _account("maya", "Checking")
-    html = maya_client.get(f"/accounts/{card.source_account_id}").content.decode()
-    assert "<h1>Chase Total Checking</h1>" in html
-    assert "$4,820.17" in html
-    assert "plaid" not in html.lower()
-    # A trailing slash is tolerated; the percent-encoded form of the same id is the same account.
-    assert maya_client.get(f"/accounts/{card.source_account_id}/").status_code == 200
-
-
-def test_another_users_account_is_404(maya_client, demo_finance):
-    theirs = _account("sam", "Venture card")
-    response = maya_client.get(f"/accounts/{theirs.source_account_id}")
-    assert response.status_code == 404
-    assert "Venture" not in response.content.decode()
-
-
-def test_a_wallet_has_no_account_page(maya_client, demo_finance):
-    wallet = _account("maya", "Crypto wallet")
-    assert maya_client.get(f"/accounts/{wallet.source_account_id}").status_code == 404
-
-
-def test_portfolio_lists_only_the_callers_accounts_with_links(maya_client, demo_finance):
-    html = maya_client.get("/portfolio/").content.decode()
-    card = _account("maya", "Checking")
-    assert f'<a href="/accounts/{card.source_account_id}">Chase Total Checking</a>' in html
-    assert "Venture" not in html and "Everyday checking" not in html
-    assert "Crypto wallet" in html and 'href="/accounts/0x' not in html
-    assert "clerk" not in html.lower() and "access-production" not in html
-
-
-def test_account_chip_shows_the_callers_name_for_it(maya_client, maya, demo_finance):
-    card = _account("maya", "Checking")
-    target = {"kind": "account", "accountId": card.source_account_id, "provider": "plaid"}
-    log = ChatLogFactory.create(
-        session__user=maya,
-        inline_citations=[
-            {"source": "s", "title": "Checking", "cited_text": "x", "start": 0, "end": 4, "target": target}
-        ],
-    )
-    html = maya_client.get(f"/chat/{log.session_id}/").content.decode()
-    assert f'<a class="chip__label" href="/accounts/{card.source_account_id}">Chase Total Checking</a>' in html
-
-
-def test_session_page_query_budget(maya_client, maya, demo_finance, django_assert_num_queries):
-    session = ChatSessionFactory.create(user=maya)
-    for _ in range(20):
-        ChatLogFactory.create(session=session)
-    # Django session, user, the chat session, the caller's accounts (for chip names), turn count, its turns.
-    with django_assert_num_queries(6):
-        response = maya_client.get(f"/chat/{session.id}/")
-    assert response.content.decode().count('class="turn"') == 20
-
-
-def test_portfolio_query_budget(maya_client, demo_finance, django_assert_num_queries):
-    # Django session, user, accounts with their connection, holdings with their security.
-    with django_assert_num_queries(4):
-        maya_client.get("/portfolio/")
-
-
 def test_a_long_session_opens_on_its_latest_50_turns(maya_client, maya):
     session = ChatSessionFactory.create(user=maya)
     for n in range(51):
@@ -300,73 +219,6 @@ def test_a_long_session_opens_on_its_latest_50_turns(maya_client, maya):
     assert re.findall(r"<p>(Question \d\d)</p>", earlier) == ["Question 00"]
     assert 'href="?page=1" rel="next">Later questions' in earlier
     assert 'class="ask"' not in earlier
-
-
-def test_a_turn_alone_is_the_same_article_as_on_its_page(maya_client, maya, other_user):
-    log = ChatLogFactory.create(session__user=maya, user_message="What is my portfolio worth?")
-    page = maya_client.get(f"/chat/{log.session_id}/").content.decode()
-    response = maya_client.get(f"/chat/{log.session_id}/turns/{log.id}/")
-    assert response.status_code == 200
-    article = response.content.decode().strip()
-    assert article.startswith(f'<article class="turn" id="turn-{log.id}"') and article.endswith("</article>")
-    assert article in page
-    assert f'id="chip-{log.id}-1"' in article  # popover ids are the turn's own, wherever it is rendered
-    theirs = ChatLogFactory.create(session__user=other_user)
-    for path in (
-        f"/chat/{theirs.session_id}/turns/{theirs.id}/",
-        f"/chat/{log.session_id}/turns/{theirs.id}/",
-        f"/chat/{log.session_id}/turns/not-a-uuid/",
-        f"/chat/{log.session_id}/turns/{uuid.uuid4()}/",
-    ):
-        assert maya_client.get(path).status_code == 404, path
-    assert Client().get(f"/chat/{log.session_id}/turns/{log.id}/").status_code == 302
-
-
-def test_the_answer_preview_renders_what_has_streamed_so_far(maya_client, maya):
-    body = {
-        "answer": "You owe **$2,930.35** on **two ca",
-        "inline_citations": [  # "$2,930.35", after "You owe **"
-            {"source": "s", "title": "Cards", "start": 10, "end": 19, "target": {"kind": "portfolio"}},
-        ],
-    }
-    response = maya_client.post("/chat/answer-preview/", body, content_type="application/json")
-    assert response.status_code == 200 and response["Content-Type"] == "text/html; charset=utf-8"
-    html = response.content.decode()
-    # The open bold is closed; the chip sits in the first bold, with an id of the live answer's own.
-    assert html.startswith(
-        '<div class="answer"><p>You owe <strong><mark class="cited">$2,930.35</mark><span class="chip chip--portfolio"'
-    )
-    assert "<strong>two ca</strong></p>\n</div>" in html and 'id="chip-live-1"' in html
-
-
-@pytest.mark.parametrize(
-    ("body", "detail"),
-    [
-        ("not json", "body: not JSON"),
-        ("[]", "body: expected an object"),
-        ('{"answer": 5}', "answer: expected a string"),
-        ('{"answer": "a", "inline_citations": {}}', "inline_citations: expected a list"),
-        (json.dumps({"answer": "a" * 262_145}), "answer: longer than 262144 characters"),
-        (json.dumps({"answer": "a", "inline_citations": [{}] * 10_001}), "inline_citations: more than 10000"),
-        ("[" * 100_000 + "]" * 100_000, "body: nested too deep"),
-        ('{"answer": "a \\ud800 b"}', "body: a string holds a lone surrogate (U+D800)"),
-        ('{"answer": "a", "inline_citations": [{"title": "\\udfff"}]}', "body: a string holds a lone surrogate"),
-    ],
-    ids=[
-        *("not json", "not an object", "answer not a string", "citations not a list", "too long", "too many"),
-        *("nested too deep", "lone surrogate in the answer", "lone surrogate in a citation"),
-    ],
-)
-def test_a_bad_preview_body_is_a_400_naming_what_is_wrong(maya_client, body, detail):
-    response = maya_client.post("/chat/answer-preview/", body, content_type="application/json")
-    assert response.status_code == 400
-    assert response.json()["detail"].startswith(detail)
-
-
-def test_the_answer_preview_needs_a_signed_in_user_and_a_post(client, maya_client):
-    response = client.post("/chat/answer-preview/", {"answer": "x"}, content_type="application/json")
-    assert response.status_code == 302 and response.url.startswith("/login/")
-    assert maya_client.get("/chat/answer-preview/").status_code == 405
 
 
 def test_the_favicon_is_where_browsers_look(client):

@@ -1,0 +1,14 @@
+"""Fixtures for the pages' test-client tests (load with `pytest_plugins = ["tests.pages_fixtures"]`): a client
+signed in as maya."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+
+@pytest.fixture
+def maya_client(maya):
+    client = Client()
+    client.force_login(maya)
+    return client
