@@ -1,5 +1,6 @@
 """Helpers for sandbox tests: the real sandbox, a TLS stand-in for Finnhub on loopback, a listener that
-records who connected, and processes found by a marker in their command line."""
+records who connected, processes found by a marker in their command line, and running code that prints
+JSON (the sandbox's fixtures are tests/sandbox_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import os
 import socket
 import ssl
 import subprocess
+import textwrap
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tools.python import ExecutePythonTool
 from tools.sandbox import Sandbox, SandboxUnavailable, find_sandbox
+
+MB = 1024 * 1024
 
 #: A Finnhub quote, as https://finnhub.io/api/v1/quote answers it.
 QUOTE = {"c": 189.5, "d": 1.25, "dp": 0.66, "h": 190.1, "l": 187.9, "o": 188.0, "pc": 188.25, "t": 1717000000}
@@ -126,3 +131,9 @@ def processes_with(marker: str) -> list[int]:
         if marker.encode() in cmdline and state != "Z":
             found.append(int(entry))
     return found
+
+
+def run(tool: ExecutePythonTool, code: str) -> dict:
+    """Run `code`, which prints one JSON document; that document."""
+    output = tool.run({"code": textwrap.dedent(code)}, user=None)
+    return json.loads(output["stdout"])

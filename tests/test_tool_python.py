@@ -1,6 +1,6 @@
 """`execute_python` in the real bubblewrap sandbox: output shape, limits, environment, folder.
 
-Hostile code (files, network, processes, privileges) is tests/test_sandbox_hostile.py."""
+Hostile code (files, network, processes, privileges) is tests/test_sandbox_hostile_*.py."""
 
 from __future__ import annotations
 
