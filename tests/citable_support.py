@@ -3,9 +3,7 @@ the views of its blocks they compare (summaries, texts, the well-formedness ever
 
 from __future__ import annotations
 
-from citations.citable import (
-    SearchResult,
-)
+from citations.citable import SearchResult
 
 PLAID_ID = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
 OTHER_ID = "qozD68xagSpdzNis02f1g3FwR8N8ZJXFRzj2c"

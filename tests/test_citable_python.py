@@ -7,13 +7,8 @@ import json
 
 import pytest
 
-from citations.citable import (
-    to_citable_content,
-    valid_ticker,
-)
-from citations.targets import (
-    AnalysisTarget,
-)
+from citations.citable import to_citable_content, valid_ticker
+from citations.targets import AnalysisTarget
 from tests.citable_support import _summary, _texts
 
 # --- execute_python --------------------------------------------------------

@@ -15,9 +15,6 @@ from citations.live_events import text_event
 from live.engine import turn_acquire
 from live.log import LostTurnError, append_event
 
-pytest_plugins = ["tests.live_durable_fixtures"]
-
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

@@ -26,9 +26,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from tests.live_support import parse_sse, script, step, text, tool_use
 from tests.tracing_support import QUESTION, TASK, leaked
 
-pytest_plugins = ["tests.tracing_fixtures"]
-
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
