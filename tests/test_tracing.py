@@ -39,7 +39,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from chat.models import ChatLog, LiveTurn
 from finance import demo_data
-from telemetry import tracing
+from telemetry import genai, tracing
 from tests.live_support import parse_sse, script, step, text, tool_use
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,8 +342,8 @@ def test_usage_counts_every_input_token_and_gives_the_caches_apart(spans):
         },
         "content": [{"type": "text", "text": "never in a span"}],
     }
-    with tracing.model_request_span(model="claude-x", max_tokens=64, error_type=str) as current:
-        tracing.model_response(current, message)
+    with genai.model_request_span(model="claude-x", max_tokens=64, error_type=str) as current:
+        genai.model_response(current, message)
     [span] = spans.get_finished_spans()
     assert {key: value for key, value in attrs(span).items() if "usage" in key or "response" in key} == {
         "gen_ai.response.model": "claude-x",
@@ -357,8 +357,8 @@ def test_usage_counts_every_input_token_and_gives_the_caches_apart(spans):
 
 
 def test_a_message_without_usage_or_with_odd_values_sets_only_what_it_has(spans):
-    with tracing.model_request_span(model="m", max_tokens=1, error_type=str) as current:
-        tracing.model_response(current, {"usage": {"input_tokens": True, "output_tokens": "3"}, "stop_reason": None})
+    with genai.model_request_span(model="m", max_tokens=1, error_type=str) as current:
+        genai.model_response(current, {"usage": {"input_tokens": True, "output_tokens": "3"}, "stop_reason": None})
     [span] = spans.get_finished_spans()
     assert sorted(attrs(span)) == sorted(
         [
