@@ -199,10 +199,13 @@ class TurnEventsView(APIView):
         if turn is None or turn_uuid is None:
             raise NotFound()
         protocol = stream_protocol(request)
-        raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-        if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
-            raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
-        after = 0 if protocol == AI_SDK else int(raw)  # the AI SDK's reconnect replays the turn whole
+        if protocol == AI_SDK:
+            after = 0  # its reconnect replays the turn whole: Last-Event-ID and ?after are not read, nor refused
+        else:
+            raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
+            if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+                raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
+            after = int(raw)
         status, last_seq = turn
         if protocol != AI_SDK and status not in ACTIVE_STATUSES and after >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)
