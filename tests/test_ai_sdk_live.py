@@ -33,7 +33,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
-from citations.ai_sdk import HEADERS
+from citations.ai_sdk import HEADERS, PROTOCOL
 from devtools.recorded_model import load_scripts
 from finance.demo import seed_demo_finance
 from live.errors import MESSAGES
@@ -395,3 +395,21 @@ def test_the_example_asks_and_replays_a_live_turn(stream, recorded_model_server,
     chip = f"[{len(citation['target']['accounts'])} accounts]"  # examples/ai-sdk/chips.mjs
     assert asked == (0, f"{row['response'][:cut]} {chip}.\n", "")
     assert run(SILVIA_TURN=row["id"]) == asked
+
+
+def test_the_schema_names_the_protocol_parameter_on_both_endpoints(db):
+    """/api/schema/ describes `?protocol=` (its one value) where the views read it."""
+    from rest_framework.test import APIClient
+
+    schema = json.loads(APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
+    for path, method in (
+        ("/api/chat/sessions/{session_id}/turns/", "post"),
+        ("/api/chat/turns/{turn_id}/events/", "get"),
+    ):
+        [protocol] = [p for p in schema["paths"][path][method]["parameters"] if p["name"] == "protocol"]
+        assert (protocol["in"], protocol.get("required", False), protocol["schema"]["enum"]) == (
+            "query",
+            False,
+            [PROTOCOL],
+        )
+        assert "protocol" in schema["paths"][path][method]["responses"]["400"]["description"]
