@@ -107,7 +107,11 @@ def stored_row(process: ProcfileProcess, token: str, session_id: str) -> dict[st
 
 def logged(turn_id: str, name: str) -> list[dict[str, Any]]:
     """The data of the turn's `name` events, as its log stores them."""
-    rows = LiveTurnEvent.objects.filter(turn_id=turn_id, event=name).order_by("seq").values_list("data", flat=True)
+    rows = (
+        LiveTurnEvent.objects.filter(turn_id=uuid.UUID(turn_id), event=name)
+        .order_by("seq")
+        .values_list("data", flat=True)
+    )
     return [json.loads(data) for data in rows]
 
 
@@ -312,7 +316,7 @@ def test_a_failed_turn_gives_the_error_part_with_our_message_then_done(
     }
     # Nothing is stored: the new session whose first turn failed does not exist.
     assert fetch(stream, "GET", f"/api/chat/sessions/{session_id}/", token)[0] == 404
-    assert not ChatLog.objects.filter(session_id=session_id).exists()
+    assert not ChatLog.objects.filter(session_id=uuid.UUID(session_id)).exists()
 
     # On the wire (the replay): the error part, its finish, then [DONE].
     status, headers, body = fetch(stream, "GET", f"/api/chat/turns/{turn.id}/events?protocol=ai-sdk", token)
