@@ -43,7 +43,6 @@ PROVIDERS: frozenset[str] = frozenset({"plaid", "manual", "snaptrade"})
 """The known `provider` values; anything else reads as `None` (docs/targets.md)."""
 
 
-
 def _is_nonempty_str(value: object) -> TypeGuard[str]:
     # `isinstance(True, str)` is False, so bools and numbers never pass.
     return isinstance(value, str) and value != ""

@@ -89,6 +89,8 @@ MIDDLEWARE = [
     # Django's MessageMiddleware, its storage made only when a message is read or added.
     "silvia.middleware.LazyMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: the chain runs sync, in one thread hop under ASGI (silvia/middleware.py says why).
+    "silvia.middleware.sync_chain",
 ]
 
 ROOT_URLCONF = "silvia.urls"
