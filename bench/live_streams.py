@@ -10,7 +10,8 @@ on RabbitMQ (a queue of the run's own), the recorded model in this process.
 Per round and level: `--finished` turns run to their end first; then
 `--running` turns start, paced slowly (`--delay-ms` between model events, so
 they run for the whole level), each followed by its POST's own stream; then
-the level's streams open at once (`GET /api/chat/turns/<id>/events`,
+the level's streams open, at once or evenly over `--ramp-seconds`
+(`GET /api/chat/turns/<id>/events`,
 `Last-Event-ID: 0`): a fifth replaying the finished turns (each replays and
 closes), the rest following the running turns (each replays what is there,
 then follows the turn to its end). The clients are asyncio sockets in this
@@ -106,8 +107,14 @@ class Follower:
         return self.status == 200 and bool(self.names) and self.names[-1] == "done"
 
 
-async def _open_all(followers: list[Follower], rss: dict[str, int], pid: int) -> None:
-    tasks = [asyncio.create_task(f.run()) for f in followers]
+async def _open_all(followers: list[Follower], rss: dict[str, int], pid: int, ramp: float) -> None:
+    """Open every stream, all at once (`ramp` 0) or evenly over `ramp` seconds; note the stream process's
+    RSS and threads once each has its first event (or failed)."""
+    tasks, started = [], time.perf_counter()
+    for index, follower in enumerate(followers):
+        if ramp:
+            await asyncio.sleep(max(0.0, index * ramp / len(followers) - (time.perf_counter() - started)))
+        tasks.append(asyncio.create_task(follower.run()))
     while any(f.first is None and f.status != -1 for f in followers) and not all(t.done() for t in tasks):
         await asyncio.sleep(0.05)
     rss["open"] = _status(pid, "VmRSS")
@@ -123,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--running", type=int, default=50, help="running turns the other streams follow")
     parser.add_argument("--delay-ms", type=float, default=250.0, help="the running turns' pacing")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--ramp-seconds", type=float, default=0.0, help="open the streams over this long (0: at once)")
     parser.add_argument("--database-url", help="a postgres:// server URL (default: DATABASE_URL, else the local one)")
     args = parser.parse_args(argv)
     with scratch_database(postgres_server_url(args.database_url), "streams") as scratch:
@@ -205,7 +213,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
                 before = _status(stream.process.pid, "VmRSS")
                 rss: dict[str, int] = {}
                 probe.start()
-                asyncio.run(_open_all(followers, rss, stream.process.pid))
+                asyncio.run(_open_all(followers, rss, stream.process.pid, args.ramp_seconds))
                 stop.set()
                 probe.join()
                 for thread in posts:

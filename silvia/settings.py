@@ -190,6 +190,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's negotiation, its answer to a missing or usual `Accept` kept (chat/api/negotiation.py).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "chat.api.negotiation.UsualAcceptNegotiation",
+    # A database that cannot answer (down, or its pool exhausted) is a JSON 503, not a 500.
+    "EXCEPTION_HANDLER": "chat.api.exceptions.exception_handler",
     # The turn POST's throttle (scope `live_turns`, docs/live.md#admission): a rate per user.
     "DEFAULT_THROTTLE_RATES": {"live_turns": env.str("LIVE_TURN_THROTTLE_RATE", default="30/minute")},
 }
