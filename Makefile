@@ -1,5 +1,5 @@
 # Two commands on a fresh machine (python3 >= 3.11 and make):
-#   make run    virtualenv, install, migrate SQLite, demo data, serve on 127.0.0.1:8000 (uvicorn + a Celery worker)
+#   make run    virtualenv, install, migrate SQLite, demo data, serve on 127.0.0.1:8000 (uvicorn, every route, + a Celery worker)
 #   make run-recorded   the same, with the recorded model (not Claude) answering live turns
 #   make test   the test suite (SQLite; set DATABASE_URL for PostgreSQL)
 PYTHON ?= python3
@@ -45,7 +45,7 @@ run: install
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(call run_lock,$(abspath $(BIN))/python -m uvicorn silvia.asgi:application --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST))))
+	$(call run_lock,$(abspath $(BIN))/python -m uvicorn silvia.asgi:application --lifespan off --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST))))
 
 # Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
 # (Started anyway, the recorded model would fail among the migrate output and every live turn after it.)

@@ -1,17 +1,19 @@
-"""Benchmark: live turns over HTTP against the Procfile's web and worker processes (issues 8, 10 and 18).
+"""Benchmark: live turns over HTTP against the Procfile's processes (issues 8, 10, 18 and 30).
 
     .venv/bin/python bench/live_turns.py                          # PostgreSQL + RabbitMQ: 1, 20 and 100 turns
     .venv/bin/python bench/live_turns.py --levels 20 --sqlite     # the embedded default: SQLite + filesystem broker
-    .venv/bin/python bench/live_turns.py --webs 2 --workers 2 --concurrency 50 --rounds 5
+    .venv/bin/python bench/live_turns.py --streams 2 --workers 2 --concurrency 50 --rounds 5
 
 Setup: a scratch database (`silvia_bench_live_<pid>` on the PostgreSQL
 server of `--database-url`, dropped at the end; or a SQLite file with
 `--sqlite`), migrated; the recorded model in this process (`--delay-ms`
 between stream events, one tool round per turn so a checkpoint is written);
-`--webs` processes of the Procfile's `web:` line and `--workers` of its
-`worker:` line (`--concurrency` threads each), on RabbitMQ with a queue of
-the run's own when it answers (else, and with `--sqlite`, the embedded
-filesystem broker). One user per concurrent turn, each turn in a new session.
+`--streams` processes of the Procfile's `stream:` line (uvicorn: the turns'
+POSTs, as a proxy routes them), one of its `web:` line (gunicorn: the plain
+GETs) and `--workers` of its `worker:` line (`--concurrency` threads each),
+on RabbitMQ with a queue of the run's own when it answers (else, and with
+`--sqlite`, the embedded filesystem broker). One user per concurrent turn,
+each turn in a new session.
 
 Figures, each beside its baseline from the same run, levels alternating
 over `--rounds` rounds (median and range of the rounds' medians):
@@ -20,7 +22,10 @@ over `--rounds` rounds (median and range of the rounds' medians):
   level; baseline: a single turn (level 1). Goal: `done` at 100 <= 1.5x;
 - **errors**: a status other than 200, or a stream that does not end `done`;
 - **GET p99 under load**: `GET /api/chat/sessions/<id>` of another session
-  while the turns stream, against the same GET between rounds (idle). Goal <= 2x;
+  (on the web process) while the turns stream, against the same GET between
+  rounds (idle). Goal <= 3x;
+- **CPU per turn**: the stream, web and worker processes' and PostgreSQL's
+  backends' CPU seconds over a level, per turn. Goal <= 25 ms at 100;
 - **kill-to-resumed** (RabbitMQ only): `--kill-turns` turns running, one
   worker SIGKILLed; for each turn it ran, the kill -> the next event its
   client reads (goal <= 30 s), and every turn ends `done`.
@@ -29,6 +34,7 @@ over `--rounds` rounds (median and range of the rounds' medians):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -39,6 +45,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +168,12 @@ class CpuMeter:
     `pg_stat_activity` at each reading (pooled connections outlive a level).
     """
 
-    def __init__(self, webs: list[Any], workers: list[Any], postgres: bool) -> None:
-        self.groups = {"web": [w.process.pid for w in webs], "worker": [w.process.pid for w in workers]}
+    def __init__(self, streams: list[Any], webs: list[Any], workers: list[Any], postgres: bool) -> None:
+        self.groups = {
+            "stream": [s.process.pid for s in streams],
+            "web": [pid for w in webs for pid in _process_tree(w.process.pid)],
+            "worker": [w.process.pid for w in workers],
+        }
         self.postgres = postgres
         self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self.available = Path("/proc/self/stat").exists()
@@ -200,6 +211,16 @@ class CpuMeter:
         }
 
 
+def _process_tree(pid: int) -> list[int]:
+    """`pid` and its children (gunicorn's master and its worker processes)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = [pid]
+    if children.exists():
+        for child in children.read_text().split():
+            found += _process_tree(int(child))
+    return found
+
+
 def _run_streams(streams: list[Stream]) -> None:
     threads = [threading.Thread(target=s.run) for s in streams]
     for thread in threads:
@@ -208,12 +229,44 @@ def _run_streams(streams: list[Stream]) -> None:
         thread.join(600)
 
 
+@contextlib.contextmanager
+def scratch_database(server_url: str, kind: str) -> Iterator[str]:
+    """A scratch PostgreSQL database (`bench._scratch`), migrated, this process's Django set up on it; yields
+    a scratch folder (the processes' logs, the embedded broker). All dropped at the end."""
+    from bench._scratch import scratch_postgres
+
+    folder = Path(tempfile.mkdtemp(prefix=f"silvia-bench-{kind}-"))
+    try:
+        with scratch_postgres(server_url, kind) as (_conninfo, database_url):
+            os.environ.update(
+                {
+                    "DATABASE_URL": database_url,
+                    "DJANGO_SETTINGS_MODULE": "silvia.settings",
+                    "DJANGO_LOG_LEVEL": "WARNING",
+                }
+            )
+            os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-key-never-used-to-serve-Lv7Tq2Np9Xr4Hm6Zc1Wd8Gs3")
+            import subprocess
+
+            subprocess.check_call([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT)
+            import django
+            from django.db import connections
+
+            django.setup()
+            try:
+                yield str(folder)
+            finally:
+                connections.close_all()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 20, 100], help="concurrent turns")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--delay-ms", type=float, default=20.0, help="recorded model pacing between events")
-    parser.add_argument("--webs", type=int, default=2)
+    parser.add_argument("--streams", type=int, default=1, help="stream processes (uvicorn) the POSTs go to")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=50, help="threads per worker (CELERY_WORKER_CONCURRENCY)")
     parser.add_argument("--kill-turns", type=int, default=20, help="turns running when a worker is killed (0: skip)")
@@ -296,32 +349,34 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
     }
     stack = Stack(env, scratch)
     try:
-        webs = [stack.web() for _ in range(args.webs)]
+        streams_ = [stack.stream() for _ in range(args.streams)]
+        web = stack.web()
         workers = [stack.worker() for _ in range(args.workers)]
         print(
             f"database: {'SQLite' if args.sqlite else 'PostgreSQL'}; broker: "
-            f"{'RabbitMQ' if rabbit else 'embedded filesystem'}; {args.webs} web + {args.workers} worker processes "
-            f"({args.concurrency} threads each); pacing {args.delay_ms:g} ms/event; {args.rounds} rounds",
+            f"{'RabbitMQ' if rabbit else 'embedded filesystem'}; {args.streams} stream + 1 web + {args.workers} "
+            f"worker processes ({args.concurrency} threads each); pacing {args.delay_ms:g} ms/event; "
+            f"{args.rounds} rounds",
             flush=True,
         )
-        _run_streams([Stream(webs[0].port, tokens[0])])  # warm-up: imports, connections
+        _run_streams([Stream(s.port, tokens[0]) for s in streams_])  # warm-up: imports, connections
 
         first: dict[int, list[float]] = {n: [] for n in args.levels}
         done: dict[int, list[float]] = {n: [] for n in args.levels}
         errors: dict[int, int] = dict.fromkeys(args.levels, 0)
         idle: list[float] = []
         loaded: list[float] = []
-        meter = CpuMeter(webs, workers, postgres=not args.sqlite)
+        meter = CpuMeter(streams_, [web], workers, postgres=not args.sqlite)
         cpu: dict[int, dict[str, float]] = {n: {} for n in args.levels}
         for round_index in range(args.rounds):
             for level in args.levels:
-                idle.extend(_get(webs[0].port, get_path, tokens[0]) for _ in range(20))
-                streams = [Stream(webs[i % len(webs)].port, tokens[i]) for i in range(level)]
+                idle.extend(_get(web.port, get_path, tokens[0]) for _ in range(20))
+                streams = [Stream(streams_[i % len(streams_)].port, tokens[i]) for i in range(level)]
                 stop = threading.Event()
 
                 def getter(stop: threading.Event = stop) -> None:
                     while not stop.is_set():
-                        loaded.append(_get(webs[-1].port, get_path, tokens[0]))
+                        loaded.append(_get(web.port, get_path, tokens[0]))
                         stop.wait(0.05)
 
                 probe = threading.Thread(target=getter)
@@ -352,22 +407,30 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
                 f"{statistics.median(d) / single:>9.2f}x {errors[level]:>5}"
             )
         if any(cpu.values()):
-            kinds = ("worker", "web", "postgres", "bench")
-            print(f"\nCPU ms per turn {'':>5} " + " ".join(f"{k:>9}" for k in kinds) + "   (bench: clients + model)")
+            kinds = ("worker", "stream", "web", "postgres")
+            print(
+                f"\nCPU ms per turn {'':>5} "
+                + " ".join(f"{k:>9}" for k in (*kinds, "service", "bench"))
+                + "   (service: the four; goal <= 25 at 100; bench: clients + model)"
+            )
             for level in args.levels:
                 turns = level * args.rounds
-                print(f"{level:>20} " + " ".join(f"{cpu[level].get(k, 0.0) * 1000 / turns:9.1f}" for k in kinds))
+                per = {k: cpu[level].get(k, 0.0) * 1000 / turns for k in (*kinds, "bench")}
+                service = sum(per[k] for k in kinds)
+                print(
+                    f"{level:>20} " + " ".join(f"{per[k]:9.1f}" for k in kinds) + f" {service:9.1f} {per['bench']:9.1f}"
+                )
         idle_p99, load_p99 = pct(idle, 0.99), pct(loaded, 0.99)
         print(
             f"GET another session: idle p99 {ms(idle_p99)} ({len(idle)}), under load p99 {ms(load_p99)} "
-            f"({len(loaded)}); ratio {load_p99 / idle_p99:.2f} (goal <= 2)"
+            f"({len(loaded)}); ratio {load_p99 / idle_p99:.2f} (goal <= 3)"
         )
         pool_timeouts = stack.logs().count("PoolTimeout")
         print(f"PoolTimeout in the processes' logs: {pool_timeouts}")
 
         failed = sum(errors.values()) + pool_timeouts
         if args.kill_turns and rabbit and len(workers) > 1:
-            failed += _kill_to_resumed(args, webs, workers, tokens, model)
+            failed += _kill_to_resumed(args, streams_, workers, tokens, model)
         elif args.kill_turns:
             print("kill-to-resumed: skipped (needs RabbitMQ and two workers; the embedded broker has no redelivery)")
         print(f"live turns in the database: {LiveTurn.objects.count()}")

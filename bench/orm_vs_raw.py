@@ -12,7 +12,13 @@ code, then, taking turns, each inside a transaction that is rolled back:
   (which, besides, cannot say which rows it created);
 - backfill: `chat.backfill`'s `UPDATE ... FROM jsonb_to_recordset` of a
   batch against `ChatLog.objects.bulk_update(..., ["citations",
-  "inline_citations"])` of the same rows and values.
+  "inline_citations"])` of the same rows and values;
+- hot reads: each of `chat.hot_reads`' statements (the token's user, the
+  session count, a session's head, a 100-turn session's rows) against the
+  queryset it stands for, the SQLite branch of the same function;
+- event batch: `live.db`'s one statement (`UPDATE` + `INSERT` + `NOTIFY`) for
+  a batch of 5 events against the ORM's conditional `update()` and
+  `bulk_create` with the same `pg_notify`, in a transaction (issue 30).
 
 The rule (issue 23): the ORM wherever it is within 10% of the raw
 statement. Each line prints raw/ORM medians and the ratio.
@@ -125,9 +131,103 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
         print(t["raw"].line("raw UPDATE ... FROM jsonb_to_recordset"))
         print(t["orm"].line("bulk_update(citations, inline_citations)"))
         print(_verdict("backfill write", t), flush=True)
+        _hot_reads(user, rows, rounds)
+        _event_batch(user, rounds)
     finally:
         connections.close_all()
         drop_database(server_url, name)
+
+
+def _hot_reads(user: Any, rows: list[Any], rounds: int) -> None:
+    """Each hot read against its queryset (the SQLite branch of the same function), on the turns above."""
+    from unittest import mock
+
+    from django.db import transaction
+    from rest_framework.authtoken.models import Token
+
+    from chat import hot_reads
+    from chat.api.rendering import MESSAGE_COLUMNS
+    from chat.imports.writer import write_turns
+
+    with transaction.atomic():
+        write_turns(rows[:100])
+    key = Token.objects.create(user=user).key
+    session_id = rows[0].session.id
+    fields = [name for name, _ in MESSAGE_COLUMNS]
+    reads = {
+        "token's user": lambda: hot_reads.token_user(key),
+        "session count": lambda: hot_reads.session_count(user.pk),
+        "session head": lambda: hot_reads.session_head(session_id, user.pk),
+        "session rows": lambda: hot_reads.session_rows(session_id, fields),
+    }
+    print("orm_vs_raw bench, PostgreSQL: the reads every API request makes (chat.hot_reads), 200 each a round")
+    for what, read in reads.items():
+
+        def raw(read=read) -> None:
+            for _ in range(200):
+                read()
+
+        def orm(read=read) -> None:
+            with mock.patch.object(hot_reads, "_postgresql", return_value=False):  # the queryset branch
+                for _ in range(200):
+                    read()
+
+        t = time_alternately({"raw": raw, "orm": orm}, runs=rounds)
+        print(t["raw"].line(f"{what}: one statement"))
+        print(t["orm"].line(f"{what}: the queryset"))
+        print(_verdict(f"hot reads, {what}", t), flush=True)
+
+
+def _event_batch(user: Any, rounds: int) -> None:
+    """A batch of a worker's events: live.db's one statement against the ORM's update, insert and notify."""
+    import uuid
+
+    from django.db import connection, transaction
+
+    from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+    from live import db
+    from live.wakeups import NOTIFY_CHANNEL, notify_payload
+
+    token = uuid.uuid4()
+    turns = [
+        LiveTurn.objects.create(
+            session_id=uuid.uuid4(), user=user, user_message="q", prompt_version="v5",
+            status=LiveTurnStatus.RUNNING, worker_token=token, last_seq=1,
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+    batch = [(2 + i, "text", '{"text":"Your card\'s annual fee is $95."}') for i in range(5)]
+    print("orm_vs_raw bench, PostgreSQL: a batch of 5 events appended 200 times a round (live.db)")
+
+    def raw() -> None:
+        turn = turns[0]
+        with transaction.atomic():
+            for _ in range(200):
+                assert db.append_batch(turn.id, token, batch, after=1)
+                LiveTurn.objects.filter(pk=turn.id).update(last_seq=1)
+                LiveTurnEvent.objects.filter(turn=turn).delete()
+            transaction.set_rollback(True)
+
+    def orm() -> None:
+        turn = turns[1]
+        with transaction.atomic():
+            for _ in range(200):
+                with transaction.atomic():
+                    updated = LiveTurn.objects.running_for_worker(turn.id, token).filter(last_seq=1).update(last_seq=6)
+                    assert updated
+                    LiveTurnEvent.objects.bulk_create(
+                        LiveTurnEvent(turn_id=turn.id, seq=seq, event=event, data=data) for seq, event, data in batch
+                    )
+                    with connection.cursor() as cursor:
+                        cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, notify_payload(turn.id, batch)])
+                LiveTurn.objects.filter(pk=turn.id).update(last_seq=1)
+                LiveTurnEvent.objects.filter(turn=turn).delete()
+            transaction.set_rollback(True)
+
+    t = time_alternately({"raw": raw, "orm": orm}, runs=rounds)
+    print(t["raw"].line("one statement (UPDATE + INSERT + NOTIFY)"))
+    print(t["orm"].line("update() + bulk_create + pg_notify, a savepoint"))
+    print(_verdict("event batch", t), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,9 +21,19 @@ from __future__ import annotations
 
 import json
 
-from citations.targets import TARGET_KINDS
+from citations.targets import (
+    LIBRARY_KINDS,
+    TARGET_KINDS,
+    AccountsTarget,
+    AccountTarget,
+    AnalysisTarget,
+    MarketDataTarget,
+    PortfolioTarget,
+    WebTarget,
+)
 
-_LIBRARY = ("tax_reference", "card_document", "mortgage_reference")
+#: The kinds whose target holds nothing but its kind.
+_KIND_ONLY = (AnalysisTarget.kind, PortfolioTarget.kind)
 
 
 def _jp_nonempty(path: str) -> str:
@@ -32,17 +42,17 @@ def _jp_nonempty(path: str) -> str:
 
 def _jp_kind_fields(kind: str, t: str) -> str:
     """What a target `t` of `kind` must hold besides its kind (jsonpath)."""
-    if kind in ("analysis", "portfolio"):
+    if kind in _KIND_ONLY:
         return ""
-    if kind == "web":
+    if kind == WebTarget.kind:
         return _jp_nonempty(f"{t}.url")
-    if kind in _LIBRARY:
+    if kind in LIBRARY_KINDS:
         return f'({t}.url.type() == "null" || {_jp_nonempty(t + ".url")})'
-    if kind == "market_data":
+    if kind == MarketDataTarget.kind:
         return _jp_nonempty(f"{t}.ticker")
-    if kind == "account":
+    if kind == AccountTarget.kind:
         return _jp_nonempty(f"{t}.accountId")
-    if kind == "accounts":
+    if kind == AccountsTarget.kind:
         # Every ref an object first (`.type()` never unwraps), so that the
         # filter below, which would unwrap an array ref, sees objects only.
         all_objects = f'!({t}.accounts[*].type() != "object")'
@@ -86,8 +96,10 @@ def jsonpath_account_entry(account_id: str) -> str:
     the whole path is one constant a GIN index can answer.
     """
     literal = json.dumps(account_id)
-    one = f"{_jp_valid('@.target', ('account',))} && @.target.accountId == {literal}"
-    several = f"{_jp_valid('@.target', ('accounts',))} && exists(@.target.accounts[*] ? (@.accountId == {literal}))"
+    one = f"{_jp_valid('@.target', (AccountTarget.kind,))} && @.target.accountId == {literal}"
+    several = (
+        f"{_jp_valid('@.target', (AccountsTarget.kind,))} && exists(@.target.accounts[*] ? (@.accountId == {literal}))"
+    )
     return f'@.type() == "object" && (({one}) || ({several}))'
 
 
@@ -113,17 +125,17 @@ def _sq_nonempty(v: str, path: str) -> str:
 
 
 def _sq_kind_fields(kind: str, v: str) -> str:
-    if kind in ("analysis", "portfolio"):
+    if kind in _KIND_ONLY:
         return ""
-    if kind == "web":
+    if kind == WebTarget.kind:
         return _sq_nonempty(v, "$.target.url")
-    if kind in _LIBRARY:
+    if kind in LIBRARY_KINDS:
         return f"(json_type({v}, '$.target.url') IS 'null' OR {_sq_nonempty(v, '$.target.url')})"
-    if kind == "market_data":
+    if kind == MarketDataTarget.kind:
         return _sq_nonempty(v, "$.target.ticker")
-    if kind == "account":
+    if kind == AccountTarget.kind:
         return _sq_nonempty(v, "$.target.accountId")
-    if kind == "accounts":
+    if kind == AccountsTarget.kind:
         # `a.value` is JSON text only for objects: the CASE keeps it from being parsed otherwise.
         bad_ref = f"NOT CASE WHEN a.type = 'object' THEN {_sq_nonempty('a.value', '$.accountId')} ELSE 0 END"
         return (
@@ -158,8 +170,8 @@ def sqlite_entry(state: str, e: str = "e") -> str:
 def sqlite_account_id(e: str = "e") -> str:
     """SQLite condition on `json_each` row `e` naming an account id; takes the id twice as parameters."""
     v = f"{e}.value"
-    one = f"{_sq_valid(v, ('account',))} AND json_extract({v}, '$.target.accountId') = %s"
+    one = f"{_sq_valid(v, (AccountTarget.kind,))} AND json_extract({v}, '$.target.accountId') = %s"
     in_ref = "CASE WHEN a.type = 'object' THEN json_extract(a.value, '$.accountId') = %s ELSE 0 END"
     refs = f"SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {in_ref}"
-    several = f"{_sq_valid(v, ('accounts',))} AND EXISTS ({refs})"
+    several = f"{_sq_valid(v, (AccountsTarget.kind,))} AND EXISTS ({refs})"
     return f"CASE WHEN {e}.type = 'object' THEN (({one}) OR ({several})) ELSE 0 END"

@@ -19,8 +19,7 @@ from chat.citation_queries import CitationCount
 from chat.models import ChatLog, ChatSession
 from citations.uuids import parse_uuid
 
-#: Most recently active first; the index `chat_sessions_user_order` serves it.
-SESSION_ORDER = ("-updated_at", "-created_at", "-id")
+SESSION_ORDER = hot_reads.SESSION_ORDER
 
 
 def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
@@ -30,7 +29,12 @@ def session_list_for_user(*, user: AbstractBaseUser) -> QuerySet[ChatSession]:
     whatever the size of `ai_chat_logs`. `sessions_with_message_counts` adds
     `message_count` to one page.
     """
-    return ChatSession.objects.filter(user_id=user.pk).order_by(*SESSION_ORDER)
+    return session_list_for_user_id(user.pk)
+
+
+def session_list_for_user_id(user_id: Any) -> QuerySet[ChatSession]:
+    """`session_list_for_user` by the user's id."""
+    return ChatSession.objects.filter(user_id=user_id).order_by(*SESSION_ORDER)
 
 
 def session_count_for_user(*, user: AbstractBaseUser) -> int:
@@ -53,8 +57,7 @@ class SessionListPages:
         return session_count_for_user(user=self.user)
 
     def page(self, bottom: int, top: int, fields: Sequence[str]) -> list[tuple[Any, ...]]:
-        page = session_list_for_user(user=self.user)[bottom:top]
-        return list(sessions_with_message_counts(page=page).values_list(*fields))
+        return hot_reads.session_page(self.user.pk, bottom, top, fields)
 
 
 def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias, TypeGuard
 
 __all__ = [
+    "LIBRARY_KINDS",
     "PROVIDERS",
     "TARGET_KINDS",
+    "TARGET_TYPES",
     "AccountRef",
     "AccountTarget",
     "AccountsTarget",
@@ -39,19 +41,6 @@ Provider: TypeAlias = Literal["plaid", "manual", "snaptrade"]
 
 PROVIDERS: frozenset[str] = frozenset({"plaid", "manual", "snaptrade"})
 """The known `provider` values; anything else reads as `None` (docs/targets.md)."""
-
-TARGET_KINDS: tuple[str, ...] = (
-    "web",
-    "tax_reference",
-    "card_document",
-    "mortgage_reference",
-    "market_data",
-    "analysis",
-    "account",
-    "accounts",
-    "portfolio",
-)
-"""Every target `kind`, in docs/targets.md order (for admin filters and the API schema)."""
 
 
 def _is_nonempty_str(value: object) -> TypeGuard[str]:
@@ -252,6 +241,24 @@ _LIBRARY_KINDS: dict[str, type[_LibraryTarget]] = {
     "card_document": CardDocumentTarget,
     "mortgage_reference": MortgageReferenceTarget,
 }
+
+
+#: The target types, in docs/targets.md order.
+TARGET_TYPES: tuple[type[CitationTarget], ...] = (
+    WebTarget,
+    TaxReferenceTarget,
+    CardDocumentTarget,
+    MortgageReferenceTarget,
+    MarketDataTarget,
+    AnalysisTarget,
+    AccountTarget,
+    AccountsTarget,
+    PortfolioTarget,
+)
+TARGET_KINDS: tuple[str, ...] = tuple(target.kind for target in TARGET_TYPES)
+"""Every target `kind`, in docs/targets.md order (for admin filters, the API schema and the admin's SQL)."""
+LIBRARY_KINDS: tuple[str, ...] = tuple(target.kind for target in TARGET_TYPES if issubclass(target, _LibraryTarget))
+"""The three library kinds, whose `url` is a non-empty string or null."""
 
 
 def parse_account_ref(value: object) -> AccountRef | None:

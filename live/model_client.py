@@ -13,7 +13,7 @@ from django.conf import settings
 
 from live.errors import failure_from_exception
 from live.log import LostTurnError
-from telemetry import metrics, tracing
+from telemetry import genai, metrics
 
 if TYPE_CHECKING:
     from live.model_step import StepStream
@@ -64,7 +64,7 @@ def model_request_timed(request: Mapping[str, Any], step: StepStream) -> Iterato
     """One model step's request in `silvia_model_request_seconds` (`ok`, or the failure's kind) and its
     `chat {model}` span, which gets what `step`'s message says of the answer: model, id, usage, stop reason."""
     started, outcome = time.perf_counter(), "ok"
-    with tracing.model_request_span(
+    with genai.model_request_span(
         model=request["model"], max_tokens=request["max_tokens"], error_type=_failure_kind
     ) as span:
         try:
@@ -76,6 +76,6 @@ def model_request_timed(request: Mapping[str, Any], step: StepStream) -> Iterato
             outcome = failure_from_exception(error).kind
             raise
         finally:
-            tracing.model_response(span, step.message)
+            genai.model_response(span, step.message)
             if outcome:
                 metrics.model_request(seconds=time.perf_counter() - started, outcome=outcome)

@@ -23,7 +23,6 @@ ends the turn, and `done` carries it.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import uuid
 from typing import Any
@@ -45,8 +44,7 @@ from citations.live_events import (
     tool_call_event,
     tool_result_event,
 )
-from citations.text import storable_json
-from citations.tools import ToolError, ToolExecutor
+from citations.tools import ToolExecutor
 from citations.turn import TurnRecordError
 from live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
 from live.db import sqlite_write_lock
@@ -55,6 +53,7 @@ from live.log import LostTurnError, append_events, encode, turn_fail
 from live.model_client import model_client, model_request_timed
 from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
 from live.prompts import system_prompt
+from live.tool_calls import tool_result
 from live.writer import EventWriter
 from telemetry import metrics, tracing  # this module loads with the first turn only (tests/test_startup.py)
 from tools.registry import configured_tools
@@ -62,13 +61,6 @@ from tools.registry import configured_tools
 __all__ = ["run_turn"]
 
 logger = logging.getLogger(__name__)
-
-# One tool thread per worker thread at most: a turn waits for its tool (the
-# thread is there for LIVE_TOOL_TIMEOUT_SECONDS), so the process's database
-# connections stay within one per turn (docs/deploying.md#database-connections).
-_tool_pool = concurrent.futures.ThreadPoolExecutor(
-    max_workers=settings.CELERY_WORKER_CONCURRENCY, thread_name_prefix="live-tool"
-)
 
 
 class TurnRunner:
@@ -216,7 +208,9 @@ class TurnRunner:
     def run_tool(self, block: dict[str, Any], problem: str | None = None) -> dict[str, Any]:
         """Execute one `tool_use`; its tool_result (search_result blocks, or `is_error` with a short reason).
         Its log-only `tool_result` event names the sources it wrote (docs/live.md#log-only-events)."""
-        result, sources = self._tool_result(block, problem)
+        result, sources = tool_result(
+            self.tools, block, problem, user=self.user, state=self.state, turn_id=self.turn.id
+        )
         event = tool_result_event(
             tool_call_id=str(block.get("id")),
             name=str(block.get("name")),
@@ -225,42 +219,6 @@ class TurnRunner:
         )
         self.emit(event)
         return result
-
-    def _tool_result(self, block: dict[str, Any], problem: str | None) -> tuple[dict[str, Any], list[Any]]:
-        name, tool_input = block.get("name"), block.get("input")
-        tool = self.tools.get(name) if isinstance(name, str) else None
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("id")}
-        if problem is not None:
-            logger.info("turn %s: tool %s not run: its input is unusable", self.turn.id, name)
-            return {**result, "is_error": True, "content": problem}, []
-        if tool is None or not isinstance(name, str) or not isinstance(tool_input, dict):
-            return {**result, "is_error": True, "content": f"Unknown tool or bad input: {name!r}"}, []
-        connection.close()  # the tool's thread takes its own: one connection per turn at a time
-        # `carried`: the tool's span (tools.measured) goes under this turn's, from the pool's thread.
-        future = _tool_pool.submit(tracing.carried(_run_tool_in_thread), tool, tool_input, self.user)
-        try:
-            output = future.result(timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)
-        except concurrent.futures.TimeoutError:
-            metrics.tool_timed_out(tool=name)
-            tracing.add_event("tool_timed_out", {"gen_ai.tool.name": name})
-            return {**result, "is_error": True, "content": f"{name} timed out"}, []
-        except ToolError as error:
-            return {**result, "is_error": True, "content": error.reason or f"{name} failed"}, []
-        except Exception as error:
-            # The class and where only: an exception's text can quote row values.
-            logger.warning("turn %s: tool %s raised %s", self.turn.id, name, where_raised(error))
-            return {**result, "is_error": True, "content": f"{name} failed"}, []
-        output, replaced = storable_json(output)  # a NUL in a row cannot be checkpointed or stored
-        if replaced:
-            logger.warning(
-                "turn %s: tool %s output: %d character(s) replaced with U+FFFD", self.turn.id, name, replaced
-            )
-        blocks = self.state.assembler.tool_call(name, tool_input, output)
-        self.state.events.append(
-            {"type": "tool_call", "id": block["id"], "name": name, "input": tool_input, "output": output}
-        )
-        content = [search_result.to_block() for search_result in blocks] or [{"type": "text", "text": "No results."}]
-        return {**result, "content": content}, self.state.assembler.tool_sources(blocks)
 
     def finish(self, message: dict[str, Any]) -> None:
         """Store the turn (the assembler's result: what streamed) and send the final events, in one transaction."""
@@ -324,13 +282,6 @@ class TurnRunner:
         # The checkpoint stays, for inspection in the admin.
         if turn_fail(self.turn.id, kind=failure.kind, message=failure.message, token=self.token):
             metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=self.seconds())
-
-
-def _run_tool_in_thread(tool: ToolExecutor, tool_input: dict[str, Any], user: Any) -> dict[str, Any]:
-    try:
-        return tool.run(tool_input, user=user)
-    finally:
-        close_old_connections()
 
 
 def run_turn(turn_id: uuid.UUID, token: uuid.UUID) -> None:

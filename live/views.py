@@ -55,6 +55,17 @@ class TurnRequestSerializer(serializers.Serializer):
 
 
 _STREAM = OpenApiResponse(EVENT_STREAM, description="The turn's events (docs/live.md).")
+_PROTOCOL = OpenApiParameter(
+    "protocol",
+    str,
+    OpenApiParameter.QUERY,
+    required=False,
+    enum=[AI_SDK],
+    description=(
+        "`ai-sdk`: the Vercel AI SDK's UI message stream (`x-vercel-ai-ui-message-stream: v1`) instead of this "
+        "service's events (docs/live.md#the-ai-sdk-stream-protocolai-sdk). Any other value is a 400."
+    ),
+)
 
 
 def stream_protocol(request: Request) -> str | None:
@@ -115,9 +126,10 @@ class TurnCreateView(APIView):
 
     @extend_schema(
         request=TurnRequestSerializer,
+        parameters=[_PROTOCOL],
         responses={
             (200, "text/event-stream"): _STREAM,
-            400: OpenApiResponse(description="A bad body: `{field: [message]}`."),
+            400: OpenApiResponse(description="A bad body, or an unknown `protocol`: `{field: [message]}`."),
             404: OpenApiResponse(description="Not found."),
             409: OpenApiResponse(description="The session already has a turn running."),
             429: OpenApiResponse(description="Throttled, or the caller's running turns at their limit; `Retry-After`."),
@@ -165,7 +177,8 @@ class TurnEventsView(APIView):
     """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (docs/live.md).
 
     A turn that ended (`done` or `error`) and has no event after that id is
-    204, so an EventSource stops reconnecting.
+    204, so an EventSource stops reconnecting. With `?protocol=ai-sdk` the
+    turn is replayed from its start, always (no 204, `Last-Event-ID` not read).
     """
 
     content_negotiation_class = _AlwaysJSON
@@ -182,11 +195,12 @@ class TurnEventsView(APIView):
             OpenApiParameter(
                 "after", EVENT_ID, OpenApiParameter.QUERY, required=False, description="Same as `Last-Event-ID`."
             ),
+            _PROTOCOL,
         ],
         responses={
             (200, "text/event-stream"): _STREAM,
             204: OpenApiResponse(description="The turn ended and the client holds all its events: stop."),
-            400: OpenApiResponse(description="Last-Event-ID is not an event id."),
+            400: OpenApiResponse(description="Last-Event-ID is not an event id, or an unknown `protocol`."),
             404: OpenApiResponse(description="Not found."),
             429: OpenApiResponse(description="The caller has as many streams open as allowed; `Retry-After`."),
         },
@@ -199,10 +213,13 @@ class TurnEventsView(APIView):
         if turn is None or turn_uuid is None:
             raise NotFound()
         protocol = stream_protocol(request)
-        raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-        if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
-            raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
-        after = 0 if protocol == AI_SDK else int(raw)  # the AI SDK's reconnect replays the turn whole
+        if protocol == AI_SDK:
+            after = 0  # its reconnect replays the turn whole: Last-Event-ID and ?after are not read, nor refused
+        else:
+            raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
+            if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+                raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
+            after = int(raw)
         status, last_seq = turn
         if protocol != AI_SDK and status not in ACTIVE_STATUSES and after >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)

@@ -89,6 +89,8 @@ MIDDLEWARE = [
     # Django's MessageMiddleware, its storage made only when a message is read or added.
     "silvia.middleware.LazyMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: the chain runs sync, in one thread hop under ASGI (silvia/middleware.py says why).
+    "silvia.middleware.sync_chain",
 ]
 
 ROOT_URLCONF = "silvia.urls"
@@ -165,9 +167,6 @@ STORAGES = {
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "pages:session-list"
 LOGOUT_REDIRECT_URL = "login"
-# whitenoise also finds the apps' static files without `collectstatic`, so a
-# fresh clone served by uvicorn has its CSS (collectstatic still gives hashed,
-# compressed copies under STATIC_ROOT when run).
 WHITENOISE_USE_FINDERS = True
 (BASE_DIR / "var" / "static").mkdir(exist_ok=True)
 
@@ -191,6 +190,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # DRF's negotiation, its answer to a missing or usual `Accept` kept (chat/api/negotiation.py).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "chat.api.negotiation.UsualAcceptNegotiation",
+    # A database that cannot answer (down, or its pool exhausted) is a JSON 503, not a 500.
+    "EXCEPTION_HANDLER": "chat.api.exceptions.exception_handler",
     # The turn POST's throttle (scope `live_turns`, docs/live.md#admission): a rate per user.
     "DEFAULT_THROTTLE_RATES": {"live_turns": env.str("LIVE_TURN_THROTTLE_RATE", default="30/minute")},
 }
@@ -221,13 +222,8 @@ API_ETAG_SALT = env.str("API_ETAG_SALT", default="")
 # Relative to the project when relative.
 CITATION_CORPUS_ROOT = BASE_DIR / env.str("CITATION_CORPUS_ROOT", default="examples/corpus")
 
-# Privacy by construction (docs/privacy.md): every handler carries
-# `silvia.log_filters.PrivacyFilter` (SQL text and parameters, query strings
-# and account path segments never reach a handler), and uvicorn's own loggers
-# go through these handlers too. See silvia/logging_config.py.
+# Every handler carries the privacy filter (docs/privacy.md, silvia/logging_config.py).
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
-# The access log (uvicorn's and runserver's request lines): `false` turns it off, as uvicorn's
-# `--no-access-log` does (which the logging config honours too).
 ACCESS_LOG = env.bool("DJANGO_ACCESS_LOG", default=True)
 LOGGING = build_logging(LOG_LEVEL, access_log=ACCESS_LOG)
 
@@ -238,16 +234,11 @@ METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # (silvia/readiness.py): the database, and the job engine's broker (docs/job-engine.md).
 READINESS_CHECKS = {"database": "silvia.readiness.database", "job_engine": "silvia.readiness.job_engine"}
 
-# Tools a live turn can use (docs/tools.md). A tool that
-# is not configured is not offered to the model.
-# search_web: Exa-compatible search; off while EXA_API_KEY is unset.
+# Tools a live turn can use (docs/tools.md, docs/sandbox.md: every variable there); one not configured is not offered.
 EXA_API_KEY = env.str("EXA_API_KEY", default="")
 EXA_BASE_URL = env.str("EXA_BASE_URL", default="https://api.exa.ai")
 SEARCH_WEB_TIMEOUT_SECONDS = env.float("SEARCH_WEB_TIMEOUT_SECONDS", default=15.0)
 SEARCH_WEB_MAX_RESULTS = env.int("SEARCH_WEB_MAX_RESULTS", default=5)
-# execute_python: model code in a bubblewrap sandbox (docs/sandbox.md), off
-# unless enabled, and not offered when the sandbox cannot start. The code can
-# read FINNHUB_API_KEY when it is set (the one variable passed in).
 EXECUTE_PYTHON_ENABLED = env.bool("EXECUTE_PYTHON_ENABLED", default=False)
 EXECUTE_PYTHON_TIMEOUT_SECONDS = env.float("EXECUTE_PYTHON_TIMEOUT_SECONDS", default=10.0)
 EXECUTE_PYTHON_CPU_SECONDS = env.int("EXECUTE_PYTHON_CPU_SECONDS", default=5)
@@ -256,22 +247,16 @@ EXECUTE_PYTHON_MAX_PROCESSES = env.int("EXECUTE_PYTHON_MAX_PROCESSES", default=1
 EXECUTE_PYTHON_DISK_MB = env.int("EXECUTE_PYTHON_DISK_MB", default=64)
 EXECUTE_PYTHON_OUTPUT_BYTES = env.int("EXECUTE_PYTHON_OUTPUT_BYTES", default=65_536)
 EXECUTE_PYTHON_BWRAP = env.str("EXECUTE_PYTHON_BWRAP", default="bwrap")
-# Empty: the service's own base interpreter, else /usr/bin/python3 (the first the sandbox can run).
 EXECUTE_PYTHON_INTERPRETER = env.str("EXECUTE_PYTHON_INTERPRETER", default="")
-# The uid bwrap runs as when the service runs as root (nobody).
 EXECUTE_PYTHON_SANDBOX_UID = env.int("EXECUTE_PYTHON_SANDBOX_UID", default=65534)
 FINNHUB_API_KEY = env.str("FINNHUB_API_KEY", default="")
-# Tests and staging only: `host:port=ip:port,...` sends an allowlisted host to a fixed address
-# (docs/sandbox.md#network); it never adds a host to the allowlist.
 EGRESS_UPSTREAM_OVERRIDES = env.str("EGRESS_UPSTREAM_OVERRIDES", default="")
 
 # The execute_sql tool (finance/sql_tool.py; docs/sql-tool.md).
 FINANCE_SQL_TIMEOUT_MS = env.int("FINANCE_SQL_TIMEOUT_MS", default=5000)
 FINANCE_SQL_MAX_ROWS = env.int("FINANCE_SQL_MAX_ROWS", default=1000)
 FINANCE_SQL_MAX_CHARS = env.int("FINANCE_SQL_MAX_CHARS", default=1_000_000)
-# The longest one value (SQLite: string, blob, sorted row; PostgreSQL: result row) may be, in bytes of UTF-8.
 FINANCE_SQL_MAX_VALUE_CHARS = env.int("FINANCE_SQL_MAX_VALUE_CHARS", default=65_536)
-# PostgreSQL roles the migration creates; empty means "<database name>_sql_reader" / "<database name>_sql_views".
 FINANCE_SQL_READER_ROLE = env.str("FINANCE_SQL_READER_ROLE", default="")
 FINANCE_SQL_VIEW_OWNER_ROLE = env.str("FINANCE_SQL_VIEW_OWNER_ROLE", default="")
 
@@ -283,17 +268,12 @@ ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-5")
 ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)
 ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=60.0)
-# Retries of one model request (429, 529, 5xx, connection errors), with the SDK's backoff.
 ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
 LIVE_TURN_MAX_STEPS = env.int("LIVE_TURN_MAX_STEPS", default=8)
 LIVE_TURN_MESSAGE_MAX_CHARS = env.int("LIVE_TURN_MESSAGE_MAX_CHARS", default=20000)
 LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
-# A worker writes a turn's events in batches at most this often (consecutive text merged): one
-# transaction and one NOTIFY per batch; 0 writes each event on its own (docs/live.md).
 LIVE_TURN_FLUSH_SECONDS = env.float("LIVE_TURN_FLUSH_SECONDS", default=0.05)
-# How often a stream re-reads the event log when no wake-up came (SQLite across processes).
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
-# A stream with nothing to send (a queued turn, a slow model) sends an SSE comment this often.
 LIVE_TURN_KEEPALIVE_SECONDS = env.float("LIVE_TURN_KEEPALIVE_SECONDS", default=15.0)
 # Admission (docs/live.md#admission): queued or running turns per user (429 past it), turns
 # waiting for a worker (503 past it), and the Retry-After both answers carry.
@@ -335,11 +315,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     )
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test_db.sqlite3"))
 
-# The job engine: Celery (docs/job-engine.md). Live turns run in `celery -A silvia worker`
-# processes (the Procfile's `worker:` line), never in a web process. With no broker URL,
-# the embedded default: kombu's filesystem transport under var/broker/, for `make run`.
-# The host part means nothing to the filesystem transport; without one, kombu warns "No hostname
-# was supplied" twice at every worker start.
+# The job engine: Celery (docs/job-engine.md). With no broker URL, the embedded default: kombu's
+# filesystem transport under var/broker/, for `make run` (a host part stops kombu's "No hostname" warnings).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://localhost//"
 # Its scheme is checked against kombu's transports when a web or worker process starts (silvia/celery.py).
 _broker_url_problem = url_problem("CELERY_BROKER_URL", CELERY_BROKER_URL, (), "amqp://user@host:5672/vhost")
@@ -359,14 +336,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "control_folder": str(CELERY_BROKER_DIR / "control"),
     }
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="silvia-live-turns")
-# A message is acknowledged when its turn ends, and RabbitMQ hands a dead worker's messages
-# to another worker at once; a worker takes one turn per thread, none ahead.
+# Acknowledged when its turn ends (a dead worker's messages go to another at once); one turn per thread.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Threads: a turn mostly waits on the model, and borrows a pooled database connection only
-# while it writes, so a process's connections stay within DATABASE_POOL_MAX_SIZE whatever
-# its concurrency (docs/deploying.md#database-connections gives the budget).
+# Threads: a turn mostly waits on the model (docs/deploying.md#database-connections gives the budget).
 CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=20)
 CELERY_TASK_IGNORE_RESULT = True

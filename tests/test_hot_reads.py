@@ -75,3 +75,24 @@ def test_session_rows_are_the_querysets_rows_json_as_stored_text(django_user_mod
     citations = rows[0][FIELDS.index("citations")]
     assert isinstance(citations, str) and citations.startswith("[")
     assert ChatLog.objects.filter(session=session).count() == 3
+
+
+def test_session_page_is_the_querysets_page_with_its_counts(django_user_model):
+    from chat.api.rendering import LIST_COLUMNS
+    from chat.selectors import session_list_for_user, sessions_with_message_counts
+
+    owner, other = django_user_model.objects.create(username="a"), django_user_model.objects.create(username="b")
+    sessions = [ChatSessionFactory.create(user=owner) for _ in range(7)]
+    ChatSessionFactory.create(user=other)
+    for session, turns in zip(sessions, (3, 0, 1, 2, 0, 5, 1), strict=True):
+        for _ in range(turns):
+            ChatLogFactory.create(session=session, user=owner)
+    fields = [name for name, _ in LIST_COLUMNS]
+    for bottom, top in ((0, 50), (2, 5), (6, 9), (9, 12)):
+        expected = list(
+            sessions_with_message_counts(page=session_list_for_user(user=owner)[bottom:top]).values_list(*fields)
+        )
+        assert hot_reads.session_page(owner.pk, bottom, top, fields) == expected
+    first = hot_reads.session_page(owner.pk, 0, 50, fields)
+    # Most recently active first (the factory's sessions are an hour apart): the counts by hand.
+    assert [row[fields.index("message_count")] for row in first] == [1, 5, 0, 2, 1, 0, 3]

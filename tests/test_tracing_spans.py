@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from opentelemetry.trace import StatusCode
 
-from telemetry import tracing
+from telemetry import genai, tracing
 from tests.tracing_support import TASK, attrs, exported_text
 
 pytest_plugins = ["tests.tracing_fixtures"]
@@ -31,8 +31,8 @@ def test_usage_counts_every_input_token_and_gives_the_caches_apart(spans):
         },
         "content": [{"type": "text", "text": "never in a span"}],
     }
-    with tracing.model_request_span(model="claude-x", max_tokens=64, error_type=str) as current:
-        tracing.model_response(current, message)
+    with genai.model_request_span(model="claude-x", max_tokens=64, error_type=str) as current:
+        genai.model_response(current, message)
     [span] = spans.get_finished_spans()
     assert {key: value for key, value in attrs(span).items() if "usage" in key or "response" in key} == {
         "gen_ai.response.model": "claude-x",
@@ -46,8 +46,8 @@ def test_usage_counts_every_input_token_and_gives_the_caches_apart(spans):
 
 
 def test_a_message_without_usage_or_with_odd_values_sets_only_what_it_has(spans):
-    with tracing.model_request_span(model="m", max_tokens=1, error_type=str) as current:
-        tracing.model_response(current, {"usage": {"input_tokens": True, "output_tokens": "3"}, "stop_reason": None})
+    with genai.model_request_span(model="m", max_tokens=1, error_type=str) as current:
+        genai.model_response(current, {"usage": {"input_tokens": True, "output_tokens": "3"}, "stop_reason": None})
     [span] = spans.get_finished_spans()
     assert sorted(attrs(span)) == sorted(
         [

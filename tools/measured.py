@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from citations.tools import ToolError, ToolExecutor
-from telemetry import tracing
+from telemetry import genai
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class MeasuredTool:
 
         started, outcome = time.perf_counter(), "error"
         try:
-            with tracing.tool_call_span(name=self.name, refused=ToolError):
+            with genai.tool_call_span(name=self.name, refused=ToolError):
                 output = self.tool.run(tool_input, user=user)
             outcome = "ok"
             return output

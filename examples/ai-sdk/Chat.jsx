@@ -5,10 +5,12 @@ import { DefaultChatTransport } from "ai";
 import { useMemo, useRef, useState } from "react";
 import { citationChip } from "./chips.mjs";
 
-// A refused request's error holds the service's JSON body ({"detail": ...}); a failed turn's, its message.
+// A refused request's error holds the service's JSON body: {"detail": ...}, or a 400's {field: [...]}
+// (the message, or an unknown ?protocol=); a failed turn's, its message, fit to show the user.
 const errorText = (error) => {
   try {
-    return JSON.parse(error.message).detail ?? error.message;
+    const body = JSON.parse(error.message);
+    return body.detail ?? Object.values(body).flat()[0] ?? error.message;
   } catch {
     return error.message;
   }

@@ -3,7 +3,8 @@
 //   SILVIA_TOKEN=<DRF token> node examples/ai-sdk/ask.mjs "How much do I owe on my credit cards?"
 //
 // SILVIA_URL: the service (default http://127.0.0.1:8000); SILVIA_SESSION: a session id (a new one when
-// unset). Uses the `ai` package the repository pins (npm ci). docs/live.md#the-ai-sdk-stream-protocolai-sdk
+// unset); SILVIA_TURN: a turn id, to reconnect to that turn (its answer replayed from the start) instead of
+// asking. Uses the `ai` package the repository pins (npm ci). docs/live.md#the-ai-sdk-stream-protocolai-sdk
 import { randomUUID } from "node:crypto";
 import { DefaultChatTransport, readUIMessageStream } from "ai";
 import { citationChip } from "./chips.mjs";
@@ -11,7 +12,8 @@ import { citationChip } from "./chips.mjs";
 const base = process.env.SILVIA_URL ?? "http://127.0.0.1:8000";
 const session = process.env.SILVIA_SESSION ?? randomUUID();
 const question = process.argv[2] ?? "How much do I owe on my credit cards?";
-let turnId = null; // the assistant message's id is the turn's id: what a reconnect names
+// The assistant message's id is the turn's id (the `start` chunk's messageId): what a reconnect names.
+let turnId = process.env.SILVIA_TURN ?? null;
 
 const transport = new DefaultChatTransport({
   api: `${base}/api/chat/sessions/${session}/turns/?protocol=ai-sdk`,
@@ -29,13 +31,16 @@ const transport = new DefaultChatTransport({
 });
 
 const user = { id: randomUUID(), role: "user", parts: [{ type: "text", text: question }] };
-const stream = await transport.sendMessages({
-  chatId: session,
-  trigger: "submit-message",
-  messageId: undefined,
-  messages: [user],
-  abortSignal: undefined,
-});
+const stream =
+  turnId !== null
+    ? await transport.reconnectToStream({ chatId: session })
+    : await transport.sendMessages({
+        chatId: session,
+        trigger: "submit-message",
+        messageId: undefined,
+        messages: [user],
+        abortSignal: undefined,
+      });
 const errors = [];
 let message = null;
 for await (message of readUIMessageStream({ stream, onError: (error) => errors.push(error.message) })) {

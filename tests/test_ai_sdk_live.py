@@ -1,0 +1,419 @@
+"""The AI SDK stream end to end (issue 31): the `ai` package's own client reads LIVE turns from real processes.
+
+The Procfile's `stream:` (uvicorn) and `worker:` (Celery, on the embedded
+broker) lines run on the test database, the recorded model (a fake Messages
+API speaking the real streaming protocol) answering. The reader is the `ai`
+package's `DefaultChatTransport` (our body and token through
+`prepareSendMessagesRequest`, the reconnect through
+`prepareReconnectToStreamRequest`) and `readUIMessageStream`
+(tests/js/read_ui_stream.mjs). What it builds is checked against the stored
+row (`GET /api/chat/sessions/<id>/`) and the turn's event log, exactly:
+
+- the demo's "owe" turn (execute_sql run for real over maya's demo accounts: a
+  `source-document`, an `accounts` target with both cards) and its catch-all
+  IRA turn (the tax library: a `source-url`): text, sources, targets, tool parts;
+- the reconnect (`GET …/events?protocol=ai-sdk`) replays the same message,
+  whatever `Last-Event-ID` says; the headers and the framing;
+- a failed turn: the `error` part with the user-facing message, then `[DONE]`;
+- `?protocol=bogus`: a JSON 400 naming `protocol`, on both endpoints;
+- examples/ai-sdk/ask.mjs asks and replays against the same endpoints.
+
+Needs node and `npm ci`: skipped without them, failed under CI.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import uuid
+from typing import Any
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from citations.ai_sdk import HEADERS, PROTOCOL
+from devtools.recorded_model import load_scripts
+from finance.demo import seed_demo_finance
+from live.errors import MESSAGES
+from tests.ai_sdk_support import ROOT, need_node, read_ui_message
+from tests.factories import UserFactory
+from tests.live_support import database_url, script, step, text
+from tests.procfile import ProcfileProcess, Stack, filesystem_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RECORDED = load_scripts(ROOT / "examples" / "recorded")
+OWE, IRA = (next(s for s in RECORDED if s["name"] == name) for name in ("card-balances", "ira-limits"))
+# maya's two cards in finance/demo_data.py, both "Credit card" in account_name (as tests/test_live_demo.py).
+SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
+DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
+OVERLOADED = MESSAGES["overloaded_error"]
+HALF = "Half an answer that will never end."
+
+
+@pytest.fixture(scope="module")
+def stream(recorded_model_server, tmp_path_factory):
+    """The Procfile's `stream` and `worker` processes on the test database and the embedded broker, for the
+    module (each test's rows are its own: the processes keep no state of theirs)."""
+    need_node()  # skip (or fail under CI) before starting anything
+    folder = tmp_path_factory.mktemp("ai-sdk-live")
+    env = {
+        "DATABASE_URL": database_url(),
+        "ANTHROPIC_BASE_URL": recorded_model_server.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "ANTHROPIC_MAX_RETRIES": "0",  # a 529 fails the turn at once
+        "LIVE_TURN_POLL_SECONDS": "0.05",
+        **filesystem_env(folder / "broker"),
+    }
+    stack = Stack(env, folder)
+    try:
+        process = stack.stream()
+        stack.worker()
+        yield process
+    finally:
+        stack.close()
+
+
+@pytest.fixture
+def token(maya) -> str:
+    """maya's API token, with the demo's accounts (finance/demo_data.py) for her and sam."""
+    seed_demo_finance(maya=maya, sam=UserFactory.create(username="sam"))
+    return Token.objects.create(user=maya).key
+
+
+def fetch(process: ProcfileProcess, method: str, path: str, token: str, body: Any = None, **headers: str):
+    """`(status, headers (lower-case names), body bytes)` of one request to `process`, read to its end."""
+    conn = http.client.HTTPConnection("127.0.0.1", process.port, timeout=60)
+    payload = None if body is None else json.dumps(body).encode()
+    all_headers = {"Authorization": f"Token {token}", **headers}
+    if payload is not None:
+        all_headers["Content-Type"] = "application/json"
+    try:
+        conn.request(method, path, body=payload, headers=all_headers)
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def stored_row(process: ProcfileProcess, token: str, session_id: str) -> dict[str, Any]:
+    """The session's last message, as `GET /api/chat/sessions/<id>/` returns it."""
+    status, _, body = fetch(process, "GET", f"/api/chat/sessions/{session_id}/", token)
+    assert status == 200, body
+    return json.loads(body)["messages"][-1]
+
+
+def logged(turn_id: str, name: str) -> list[dict[str, Any]]:
+    """The data of the turn's `name` events, as its log stores them."""
+    rows = (
+        LiveTurnEvent.objects.filter(turn_id=uuid.UUID(turn_id), event=name)
+        .order_by("seq")
+        .values_list("data", flat=True)
+    )
+    return [json.loads(data) for data in rows]
+
+
+def ask(process: ProcfileProcess, token: str, session_id: str, message: str) -> dict[str, Any]:
+    """POST `message` with the ai package's DefaultChatTransport; what readUIMessageStream built."""
+    return read_ui_message(
+        {
+            "url": f"{process.base_url}/api/chat/sessions/{session_id}/turns/?protocol=ai-sdk",
+            "headers": {"Authorization": f"Token {token}"},
+            "body": {"message": message},
+        }
+    )
+
+
+def reconnect(process: ProcfileProcess, token: str, turn_id: str, **headers: str) -> dict[str, Any]:
+    """The ai package's reconnect (prepareReconnectToStreamRequest naming our events URL) to `turn_id`."""
+    return read_ui_message(
+        {
+            "url": f"{process.base_url}/api/chat/turns/{turn_id}/events?protocol=ai-sdk",
+            "method": "GET",
+            "headers": {"Authorization": f"Token {token}", **headers},
+        }
+    )
+
+
+def frames(body: bytes) -> list[str]:
+    """The `data:` values of an AI SDK stream, in order; fails on any other line (no id:, event:, retry:)."""
+    out = []
+    for frame in body.decode().split("\n\n")[:-1]:
+        lines = [line for line in frame.split("\n") if not line.startswith(":")]  # keep-alive comments
+        if lines:
+            [line] = lines
+            assert line.startswith("data: "), frame
+            out.append(line.removeprefix("data: "))
+    assert body.endswith(b"\n\n")
+    return out
+
+
+def check_headers(headers: dict[str, str]) -> None:
+    """The headers the protocol requires, and ours: exactly `citations.ai_sdk.HEADERS`."""
+    assert headers["content-type"] == "text/event-stream"
+    assert headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert headers["cache-control"] == "no-cache"
+    assert headers["x-accel-buffering"] == "no"
+    assert {k.lower(): v for k, v in HEADERS.items()}.items() <= headers.items()
+
+
+def first_tool_use(recorded: dict[str, Any]) -> dict[str, Any]:
+    return next(b for b in recorded["steps"][0]["message"]["content"] if b["type"] == "tool_use")
+
+
+@pytest.mark.parametrize(
+    ("question", "recorded", "lead"),
+    [
+        # execute_sql over maya's demo cards: text before the tool call, a source-document.
+        ("How much do I owe on my cards?", OWE, "I'll look up your credit cards."),
+        # The catch-all: read_tax_authority, no text before it, a source-url.
+        ("How much can I put into my IRA for 2026?", IRA, ""),
+    ],
+    ids=["owe", "ira"],
+)
+def test_the_ai_package_builds_what_get_stores_and_a_reconnect_replays_it(
+    stream, recorded_model_server, token, question, recorded, lead
+):
+    recorded_model_server.load(RECORDED)
+    session_id = str(uuid.uuid4())
+
+    result = ask(stream, token, session_id, question)
+    assert result["status"] == "message" and result["errors"] == []
+    message = result["message"]
+    row = stored_row(stream, token, session_id)
+    turn = LiveTurn.objects.get(pk=row["id"])
+    assert (turn.status, turn.stop_reason, turn.user_message) == (LiveTurnStatus.DONE, "end_turn", question)
+
+    # The message is the turn: its id the turn id (what a reconnect names), its metadata start's and done's.
+    [done] = logged(row["id"], "done")
+    assert message["id"] == row["id"] == done["log_id"]
+    assert message["role"] == "assistant"
+    assert message["metadata"] == {"turn_id": row["id"], "session_id": session_id, **done}
+    assert done == {"log_id": row["id"], "session_id": session_id, "skipped_citations": {}, "stop_reason": "end_turn"}
+
+    parts = message["parts"]
+    # The same text: the text parts joined are the stored response.
+    assert "".join(p["text"] for p in parts if p["type"] == "text") == row["response"]
+    # The same targets: the data-citation parts are the stored inline citations, field for field.
+    [citation] = row["inline_citations"]
+    assert [p["data"] for p in parts if p["type"] == "data-citation"] == row["inline_citations"]
+    assert [p["data"] for p in parts if p["type"] == "data-citations_summary"] == [row["citations"]]
+    # The same sources: one part for the cited source, of the kind its target says.
+    target = citation["target"]
+    if recorded is OWE:
+        assert citation["source"] == "silvia://your-account/credit-card"
+        assert target == {
+            "kind": "accounts",
+            "accounts": [
+                {"accountId": SAPPHIRE, "provider": "plaid"},  # first seen: the larger balance
+                {"accountId": DOUBLE_CASH, "provider": "plaid"},
+            ],
+        }
+        source = {
+            "type": "source-document",
+            "sourceId": citation["source"],
+            "mediaType": "text/plain",
+            "title": citation["title"],
+        }
+    else:
+        assert target["kind"] == "tax_reference" and target["url"].startswith("https://www.irs.gov/")
+        source = {
+            "type": "source-url",
+            "sourceId": citation["source"],
+            "url": target["url"],
+            "title": citation["title"],
+        }
+    # The tool part of the call the model made, run by our server, with the sources its result wrote.
+    call = first_tool_use(recorded)
+    assert logged(row["id"], "tool_call") == [{"id": call["id"], "name": call["name"], "input": call["input"]}]
+    [logged_result] = logged(row["id"], "tool_result")
+    tool_sources = [{"source": citation["source"], "title": citation["title"], "target": target}]
+    assert logged_result == {"id": call["id"], "name": call["name"], "sources": tool_sources, "is_error": False}
+    tool = {
+        "type": f"tool-{call['name']}",
+        "toolCallId": call["id"],
+        "state": "output-available",
+        "input": call["input"],
+        "output": {"sources": tool_sources},
+        "providerExecuted": True,
+    }
+    # The whole message, in order: each data-citation right after the text it cites.
+    # The recorded answers end with a text block after the cited one: the cited text ends where it starts.
+    after = recorded["steps"][-1]["message"]["content"][-1]["text"]
+    before = row["response"].removesuffix(after)
+    assert before.startswith(lead) and before + after == row["response"]
+    assert len(before.encode("utf-16-le")) // 2 == citation["end"]
+    leading = [{"type": "text", "text": lead, "state": "done"}] if lead else []
+    assert parts == [
+        {"type": "step-start"},
+        *leading,
+        tool,
+        {"type": "step-start"},
+        {"type": "text", "text": before.removeprefix(lead), "state": "done"},
+        source,
+        {"type": "data-citation", "data": citation},
+        {"type": "text", "text": after, "state": "done"},
+        {"type": "data-citations_summary", "data": row["citations"]},
+    ]
+
+    # The reconnect replays the turn from its start: the same message, whatever Last-Event-ID says
+    # (our stream would answer 204 to the turn's last id).
+    assert reconnect(stream, token, row["id"]) == result
+    assert reconnect(stream, token, row["id"], **{"Last-Event-ID": str(turn.last_seq)}) == result
+    assert reconnect(stream, token, row["id"], **{"Last-Event-ID": "not-an-id"}) == result
+
+    # On the wire: the protocol's headers, data frames only, `finish` then `[DONE]`.
+    status, headers, body = fetch(stream, "GET", f"/api/chat/turns/{row['id']}/events?protocol=ai-sdk", token)
+    assert status == 200
+    check_headers(headers)
+    sent = frames(body)
+    assert json.loads(sent[0]) == {
+        "type": "start",
+        "messageId": row["id"],
+        "messageMetadata": {"turn_id": row["id"], "session_id": session_id},
+    }
+    assert json.loads(sent[-2]) == {"type": "finish", "finishReason": "stop", "messageMetadata": done}
+    assert sent[-1] == "[DONE]"
+
+
+@pytest.mark.parametrize(
+    ("failing", "said"),
+    [
+        # The API answers 529 (with its own text, which must not reach the user).
+        (
+            {"status": 529, "body": {"type": "error", "error": {"type": "overloaded_error", "message": "sk-ant-x"}}},
+            "",
+        ),
+        # An `overloaded_error` event in the middle of the answer: some of its text went out first.
+        ({**step(text(HALF)), "error_after": 5}, HALF),
+    ],
+    ids=["529", "mid-stream"],
+)
+def test_a_failed_turn_gives_the_error_part_with_our_message_then_done(
+    stream, recorded_model_server, token, failing, said
+):
+    recorded_model_server.load([script(failing)])
+    session_id = str(uuid.uuid4())
+
+    result = ask(stream, token, session_id, "Hello?")
+    turn = LiveTurn.objects.get(session_id=session_id)
+    assert turn.status == LiveTurnStatus.FAILED
+    assert turn.error == {"type": "overloaded_error", "message": OVERLOADED}
+    # useChat's `error`: the error part's text, our message for a user (never the API's).
+    assert result["errors"] == [OVERLOADED]
+    texts = "".join(data["text"] for data in logged(str(turn.id), "text"))
+    if said:
+        assert texts and texts != said and said.startswith(texts)  # cut off by the error
+    else:
+        assert texts == ""
+    assert result["message"] == {
+        "id": str(turn.id),
+        "role": "assistant",
+        "metadata": {"turn_id": str(turn.id), "session_id": session_id, "error": turn.error},
+        "parts": [{"type": "step-start"}, {"type": "text", "text": texts, "state": "done"}] if texts else [],
+    }
+    # Nothing is stored: the new session whose first turn failed does not exist.
+    assert fetch(stream, "GET", f"/api/chat/sessions/{session_id}/", token)[0] == 404
+    assert not ChatLog.objects.filter(session_id=uuid.UUID(session_id)).exists()
+
+    # On the wire (the replay): the error part, its finish, then [DONE].
+    status, headers, body = fetch(stream, "GET", f"/api/chat/turns/{turn.id}/events?protocol=ai-sdk", token)
+    assert status == 200
+    check_headers(headers)
+    assert [json.loads(data) for data in frames(body)[-3:-1]] == [
+        {"type": "error", "errorText": OVERLOADED},
+        {"type": "finish", "finishReason": "error", "messageMetadata": {"error": turn.error}},
+    ]
+    assert frames(body)[-1] == "[DONE]"
+    assert b"sk-ant" not in body
+    assert reconnect(stream, token, str(turn.id)) == result
+
+
+def test_the_post_answers_the_protocols_headers_and_an_unknown_protocol_is_a_json_400(
+    stream, recorded_model_server, token
+):
+    recorded_model_server.load([script(step(text("Hi there.")))])
+    session_id = str(uuid.uuid4())
+    path = f"/api/chat/sessions/{session_id}/turns/"
+
+    status, headers, body = fetch(stream, "POST", f"{path}?protocol=ai-sdk", token, {"message": "Hello?"})
+    assert status == 200
+    check_headers(headers)
+    turn = LiveTurn.objects.get(session_id=session_id)
+    [done] = logged(str(turn.id), "done")
+    sent = frames(body)
+    assert sent[-1] == "[DONE]"
+    assert [json.loads(data) for data in sent[:-1]] == [
+        {
+            "type": "start",
+            "messageId": str(turn.id),
+            "messageMetadata": {"turn_id": str(turn.id), "session_id": session_id},
+        },
+        {"type": "start-step"},
+        {"type": "text-start", "id": "text-2"},
+        {"type": "text-delta", "id": "text-2", "delta": stored_row(stream, token, session_id)["response"]},
+        {"type": "text-end", "id": "text-2"},
+        {"type": "finish-step"},
+        {"type": "data-citations_summary", "data": []},
+        {"type": "finish", "finishReason": "stop", "messageMetadata": done},
+    ]
+
+    for protocol in ("bogus", "", "AI-SDK"):
+        for method, url, payload in (
+            ("POST", f"{path}?protocol={protocol}", {"message": "Hello again?"}),
+            ("GET", f"/api/chat/turns/{turn.id}/events?protocol={protocol}", None),
+        ):
+            status, headers, body = fetch(stream, method, url, token, payload, Accept="text/event-stream")
+            assert (status, headers["content-type"]) == (400, "application/json"), (method, protocol, body)
+            assert list(json.loads(body)) == ["protocol"], body
+            assert "'ai-sdk'" in json.loads(body)["protocol"][0]
+    # No turn was started by a refused POST.
+    assert LiveTurn.objects.filter(session_id=session_id).count() == 1
+
+
+def test_the_example_asks_and_replays_a_live_turn(stream, recorded_model_server, token):
+    """examples/ai-sdk/ask.mjs against the real endpoints: its POST, then its reconnect (SILVIA_TURN)."""
+    recorded_model_server.load(RECORDED)
+    session_id = str(uuid.uuid4())
+    env = {"PATH": "/usr/bin:/bin", "SILVIA_URL": stream.base_url, "SILVIA_TOKEN": token, "SILVIA_SESSION": session_id}
+
+    def run(**extra: str) -> tuple[int, str, str]:
+        done = subprocess.run(
+            [need_node(), str(ROOT / "examples" / "ai-sdk" / "ask.mjs"), "How much do I owe on my cards?"],
+            capture_output=True,
+            timeout=120,
+            cwd=ROOT,
+            env={**env, **extra},
+            check=False,
+        )
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    asked = run()
+    row = stored_row(stream, token, session_id)
+    [citation] = row["inline_citations"]
+    cut = len(row["response"]) - 1  # the answer ends with "." after the cited text
+    assert row["response"][cut:] == "."
+    assert citation["target"]["kind"] == "accounts"
+    chip = f"[{len(citation['target']['accounts'])} accounts]"  # examples/ai-sdk/chips.mjs
+    assert asked == (0, f"{row['response'][:cut]} {chip}.\n", "")
+    assert run(SILVIA_TURN=row["id"]) == asked
+
+
+def test_the_schema_names_the_protocol_parameter_on_both_endpoints(db):
+    """/api/schema/ describes `?protocol=` (its one value) where the views read it."""
+    from rest_framework.test import APIClient
+
+    schema = json.loads(APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
+    for path, method in (
+        ("/api/chat/sessions/{session_id}/turns/", "post"),
+        ("/api/chat/turns/{turn_id}/events/", "get"),
+    ):
+        [protocol] = [p for p in schema["paths"][path][method]["parameters"] if p["name"] == "protocol"]
+        assert (protocol["in"], protocol.get("required", False), protocol["schema"]["enum"]) == (
+            "query",
+            False,
+            [PROTOCOL],
+        )
+        assert "protocol" in schema["paths"][path][method]["responses"]["400"]["description"]
