@@ -14,105 +14,41 @@ row (`GET /api/chat/sessions/<id>/`) and the turn's event log, exactly:
   IRA turn (the tax library: a `source-url`): text, sources, targets, tool parts;
 - the reconnect (`GET …/events?protocol=ai-sdk`) replays the same message,
   whatever `Last-Event-ID` says; the headers and the framing;
-- a failed turn: the `error` part with the user-facing message, then `[DONE]`;
-- `?protocol=bogus`: a JSON 400 naming `protocol`, on both endpoints;
-- examples/ai-sdk/ask.mjs asks and replays against the same endpoints.
+- a failed turn: the `error` part with the user-facing message, then `[DONE]`.
 
 Needs node and `npm ci`: skipped without them, failed under CI.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import subprocess
 import uuid
 from typing import Any
 
 import pytest
-from rest_framework.authtoken.models import Token
 
-from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
-from citations.ai_sdk import HEADERS, PROTOCOL
-from devtools.recorded_model import load_scripts
-from finance.demo import seed_demo_finance
+from chat.models import ChatLog, LiveTurn, LiveTurnStatus
 from live.errors import MESSAGES
-from tests.ai_sdk_support import ROOT, need_node, read_ui_message
-from tests.factories import UserFactory
-from tests.live_support import database_url, script, step, text
-from tests.procfile import ProcfileProcess, Stack, filesystem_env
+from tests import ai_sdk_live_support
+from tests.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
+from tests.ai_sdk_support import read_ui_message
+from tests.live_support import script, step, text
+from tests.procfile import ProcfileProcess
+
+#: The Procfile's processes (once a module) and maya's token: fixtures of tests/ai_sdk_live_support.py, bound
+#: here, as a plugin's `token` would meet tests/live_durable_fixtures.py's.
+stream = ai_sdk_live_support.stream
+token = ai_sdk_live_support.token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RECORDED = load_scripts(ROOT / "examples" / "recorded")
+
 OWE, IRA = (next(s for s in RECORDED if s["name"] == name) for name in ("card-balances", "ira-limits"))
 # maya's two cards in finance/demo_data.py, both "Credit card" in account_name (as tests/test_live_demo.py).
 SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
 DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
 OVERLOADED = MESSAGES["overloaded_error"]
 HALF = "Half an answer that will never end."
-
-
-@pytest.fixture(scope="module")
-def stream(recorded_model_server, tmp_path_factory):
-    """The Procfile's `stream` and `worker` processes on the test database and the embedded broker, for the
-    module (each test's rows are its own: the processes keep no state of theirs)."""
-    need_node()  # skip (or fail under CI) before starting anything
-    folder = tmp_path_factory.mktemp("ai-sdk-live")
-    env = {
-        "DATABASE_URL": database_url(),
-        "ANTHROPIC_BASE_URL": recorded_model_server.base_url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "ANTHROPIC_MAX_RETRIES": "0",  # a 529 fails the turn at once
-        "LIVE_TURN_POLL_SECONDS": "0.05",
-        **filesystem_env(folder / "broker"),
-    }
-    stack = Stack(env, folder)
-    try:
-        process = stack.stream()
-        stack.worker()
-        yield process
-    finally:
-        stack.close()
-
-
-@pytest.fixture
-def token(maya) -> str:
-    """maya's API token, with the demo's accounts (finance/demo_data.py) for her and sam."""
-    seed_demo_finance(maya=maya, sam=UserFactory.create(username="sam"))
-    return Token.objects.create(user=maya).key
-
-
-def fetch(process: ProcfileProcess, method: str, path: str, token: str, body: Any = None, **headers: str):
-    """`(status, headers (lower-case names), body bytes)` of one request to `process`, read to its end."""
-    conn = http.client.HTTPConnection("127.0.0.1", process.port, timeout=60)
-    payload = None if body is None else json.dumps(body).encode()
-    all_headers = {"Authorization": f"Token {token}", **headers}
-    if payload is not None:
-        all_headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=payload, headers=all_headers)
-        response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        conn.close()
-
-
-def stored_row(process: ProcfileProcess, token: str, session_id: str) -> dict[str, Any]:
-    """The session's last message, as `GET /api/chat/sessions/<id>/` returns it."""
-    status, _, body = fetch(process, "GET", f"/api/chat/sessions/{session_id}/", token)
-    assert status == 200, body
-    return json.loads(body)["messages"][-1]
-
-
-def logged(turn_id: str, name: str) -> list[dict[str, Any]]:
-    """The data of the turn's `name` events, as its log stores them."""
-    rows = (
-        LiveTurnEvent.objects.filter(turn_id=uuid.UUID(turn_id), event=name)
-        .order_by("seq")
-        .values_list("data", flat=True)
-    )
-    return [json.loads(data) for data in rows]
 
 
 def ask(process: ProcfileProcess, token: str, session_id: str, message: str) -> dict[str, Any]:
@@ -135,28 +71,6 @@ def reconnect(process: ProcfileProcess, token: str, turn_id: str, **headers: str
             "headers": {"Authorization": f"Token {token}", **headers},
         }
     )
-
-
-def frames(body: bytes) -> list[str]:
-    """The `data:` values of an AI SDK stream, in order; fails on any other line (no id:, event:, retry:)."""
-    out = []
-    for frame in body.decode().split("\n\n")[:-1]:
-        lines = [line for line in frame.split("\n") if not line.startswith(":")]  # keep-alive comments
-        if lines:
-            [line] = lines
-            assert line.startswith("data: "), frame
-            out.append(line.removeprefix("data: "))
-    assert body.endswith(b"\n\n")
-    return out
-
-
-def check_headers(headers: dict[str, str]) -> None:
-    """The headers the protocol requires, and ours: exactly `citations.ai_sdk.HEADERS`."""
-    assert headers["content-type"] == "text/event-stream"
-    assert headers["x-vercel-ai-ui-message-stream"] == "v1"
-    assert headers["cache-control"] == "no-cache"
-    assert headers["x-accel-buffering"] == "no"
-    assert {k.lower(): v for k, v in HEADERS.items()}.items() <= headers.items()
 
 
 def first_tool_use(recorded: dict[str, Any]) -> dict[str, Any]:
@@ -329,91 +243,3 @@ def test_a_failed_turn_gives_the_error_part_with_our_message_then_done(
     assert frames(body)[-1] == "[DONE]"
     assert b"sk-ant" not in body
     assert reconnect(stream, token, str(turn.id)) == result
-
-
-def test_the_post_answers_the_protocols_headers_and_an_unknown_protocol_is_a_json_400(
-    stream, recorded_model_server, token
-):
-    recorded_model_server.load([script(step(text("Hi there.")))])
-    session_id = str(uuid.uuid4())
-    path = f"/api/chat/sessions/{session_id}/turns/"
-
-    status, headers, body = fetch(stream, "POST", f"{path}?protocol=ai-sdk", token, {"message": "Hello?"})
-    assert status == 200
-    check_headers(headers)
-    turn = LiveTurn.objects.get(session_id=session_id)
-    [done] = logged(str(turn.id), "done")
-    sent = frames(body)
-    assert sent[-1] == "[DONE]"
-    assert [json.loads(data) for data in sent[:-1]] == [
-        {
-            "type": "start",
-            "messageId": str(turn.id),
-            "messageMetadata": {"turn_id": str(turn.id), "session_id": session_id},
-        },
-        {"type": "start-step"},
-        {"type": "text-start", "id": "text-2"},
-        {"type": "text-delta", "id": "text-2", "delta": stored_row(stream, token, session_id)["response"]},
-        {"type": "text-end", "id": "text-2"},
-        {"type": "finish-step"},
-        {"type": "data-citations_summary", "data": []},
-        {"type": "finish", "finishReason": "stop", "messageMetadata": done},
-    ]
-
-    for protocol in ("bogus", "", "AI-SDK"):
-        for method, url, payload in (
-            ("POST", f"{path}?protocol={protocol}", {"message": "Hello again?"}),
-            ("GET", f"/api/chat/turns/{turn.id}/events?protocol={protocol}", None),
-        ):
-            status, headers, body = fetch(stream, method, url, token, payload, Accept="text/event-stream")
-            assert (status, headers["content-type"]) == (400, "application/json"), (method, protocol, body)
-            assert list(json.loads(body)) == ["protocol"], body
-            assert "'ai-sdk'" in json.loads(body)["protocol"][0]
-    # No turn was started by a refused POST.
-    assert LiveTurn.objects.filter(session_id=session_id).count() == 1
-
-
-def test_the_example_asks_and_replays_a_live_turn(stream, recorded_model_server, token):
-    """examples/ai-sdk/ask.mjs against the real endpoints: its POST, then its reconnect (SILVIA_TURN)."""
-    recorded_model_server.load(RECORDED)
-    session_id = str(uuid.uuid4())
-    env = {"PATH": "/usr/bin:/bin", "SILVIA_URL": stream.base_url, "SILVIA_TOKEN": token, "SILVIA_SESSION": session_id}
-
-    def run(**extra: str) -> tuple[int, str, str]:
-        done = subprocess.run(
-            [need_node(), str(ROOT / "examples" / "ai-sdk" / "ask.mjs"), "How much do I owe on my cards?"],
-            capture_output=True,
-            timeout=120,
-            cwd=ROOT,
-            env={**env, **extra},
-            check=False,
-        )
-        return done.returncode, done.stdout.decode(), done.stderr.decode()
-
-    asked = run()
-    row = stored_row(stream, token, session_id)
-    [citation] = row["inline_citations"]
-    cut = len(row["response"]) - 1  # the answer ends with "." after the cited text
-    assert row["response"][cut:] == "."
-    assert citation["target"]["kind"] == "accounts"
-    chip = f"[{len(citation['target']['accounts'])} accounts]"  # examples/ai-sdk/chips.mjs
-    assert asked == (0, f"{row['response'][:cut]} {chip}.\n", "")
-    assert run(SILVIA_TURN=row["id"]) == asked
-
-
-def test_the_schema_names_the_protocol_parameter_on_both_endpoints(db):
-    """/api/schema/ describes `?protocol=` (its one value) where the views read it."""
-    from rest_framework.test import APIClient
-
-    schema = json.loads(APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").content)
-    for path, method in (
-        ("/api/chat/sessions/{session_id}/turns/", "post"),
-        ("/api/chat/turns/{turn_id}/events/", "get"),
-    ):
-        [protocol] = [p for p in schema["paths"][path][method]["parameters"] if p["name"] == "protocol"]
-        assert (protocol["in"], protocol.get("required", False), protocol["schema"]["enum"]) == (
-            "query",
-            False,
-            [PROTOCOL],
-        )
-        assert "protocol" in schema["paths"][path][method]["responses"]["400"]["description"]
