@@ -103,39 +103,51 @@ def answer_script(delay_ms: float) -> dict[str, Any]:
 
 
 class Stream:
-    """One turn's SSE response read on a thread: the receipt time of each event."""
+    """One turn's SSE response read on a thread: the receipt time, id, name and data of each event.
+
+    `run()` POSTs the turn; a stream cut off (its server killed) reconnects with `resume(port)`, from the
+    last id it read (`Last-Event-ID`), as a client does. `answer()` is the text it holds, each `rewind`
+    applied."""
 
     def __init__(self, port: int, token: str) -> None:
         self.port, self.token = port, token
         self.status = 0
         self.events: list[tuple[float, str, Any]] = []
+        self.ids: list[int] = []
         self.started = 0.0
 
     def run(self) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
-        headers = {"Authorization": f"Token {self.token}", "Content-Type": "application/json"}
         self.started = time.perf_counter()
+        body = json.dumps({"message": "fees?"})
+        self._read("POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", body, {})
+
+    def resume(self, port: int) -> None:
+        self.port = port
+        turn_id = self.events[0][2]["turn_id"]
+        self._read("GET", f"/api/chat/turns/{turn_id}/events", None, {"Last-Event-ID": str(self.ids[-1])})
+
+    def _read(self, method: str, path: str, body: str | None, extra: dict[str, str]) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+        headers = {"Authorization": f"Token {self.token}", "Content-Type": "application/json", **extra}
         try:
-            conn.request(
-                "POST",
-                f"/api/chat/sessions/{uuid.uuid4()}/turns/",
-                body=json.dumps({"message": "fees?"}),
-                headers=headers,
-            )
+            conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             self.status = response.status
-            name = None
+            name, seq = None, 0
             while self.status == 200:
                 line = response.readline()
                 if not line:
                     break
-                if line.startswith(b"event: "):
+                if line.startswith(b"id: "):
+                    seq = int(line[4:])
+                elif line.startswith(b"event: "):
                     name = line[7:].strip().decode()
                 elif line.startswith(b"data: ") and name:
                     self.events.append((time.perf_counter(), name, json.loads(line[6:])))
+                    self.ids.append(seq)
                     if name in ("done", "error"):
                         break
-        except OSError:
+        except (OSError, http.client.HTTPException):
             self.status = -1
         finally:
             conn.close()
@@ -143,6 +155,15 @@ class Stream:
     @property
     def ok(self) -> bool:
         return self.status == 200 and bool(self.events) and self.events[-1][1] == "done"
+
+    def answer(self) -> str:
+        text: list[tuple[int, str]] = []
+        for seq, (_, name, data) in zip(self.ids, self.events, strict=True):
+            if name == "rewind":
+                text = [(i, t) for i, t in text if i <= data["to"]]
+            elif name == "text":
+                text.append((seq, data["text"]))
+        return "".join(t for _, t in text)
 
 
 def _get(port: int, path: str, token: str) -> float:
@@ -360,6 +381,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
             flush=True,
         )
         _run_streams([Stream(s.port, tokens[0]) for s in streams_])  # warm-up: imports, connections
+        for _ in range(20):
+            _get(web.port, get_path, tokens[0])  # and gunicorn's worker processes
 
         first: dict[int, list[float]] = {n: [] for n in args.levels}
         done: dict[int, list[float]] = {n: [] for n in args.levels}
@@ -433,6 +456,10 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
             failed += _kill_to_resumed(args, streams_, workers, tokens, model)
         elif args.kill_turns:
             print("kill-to-resumed: skipped (needs RabbitMQ and two workers; the embedded broker has no redelivery)")
+        if args.kill_turns and len(streams_) > 1:
+            failed += _kill_stream(args, streams_, tokens, model)
+        elif args.kill_turns:
+            print("stream process killed: skipped (needs two stream processes: --streams 2)")
         print(f"live turns in the database: {LiveTurn.objects.count()}")
         return 1 if failed else 0
     finally:
@@ -440,11 +467,25 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         model.stop()
 
 
-def _kill_to_resumed(args, webs, workers, tokens, model) -> int:
+def _held(streams: list[Stream]) -> tuple[int, int]:
+    """(turns lost, turns whose client does not hold the stored row): a client applying `rewind` holds
+    exactly its turn's stored answer, and each turn is stored once (its row's id is the turn's)."""
+    from chat.models import ChatLog
+
+    turn_ids = [uuid.UUID(s.events[0][2]["turn_id"]) for s in streams if s.events]
+    stored = dict(ChatLog.objects.filter(pk__in=turn_ids).values_list("pk", "response"))
+    lost = len(streams) - len(stored)
+    differ = sum(1 for s in streams if s.events and stored.get(uuid.UUID(s.events[0][2]["turn_id"])) != s.answer())
+    return lost, differ
+
+
+def _kill_to_resumed(args, servers, workers, tokens, model) -> int:
+    """A worker SIGKILLed mid-turn: RabbitMQ gives its turns to the other worker; their clients read on."""
     from chat.models import LiveTurn, LiveTurnStatus
 
     model.load([answer_script(max(args.delay_ms, 100.0))])  # turns long enough to be caught running
-    streams = [Stream(webs[i % len(webs)].port, tokens[i]) for i in range(args.kill_turns)]
+    requests_before = len(model.requests)
+    streams = [Stream(servers[i % len(servers)].port, tokens[i]) for i in range(args.kill_turns)]
     threads = [threading.Thread(target=s.run) for s in streams]
     for thread in threads:
         thread.start()
@@ -466,15 +507,48 @@ def _kill_to_resumed(args, webs, workers, tokens, model) -> int:
             if after:
                 gaps.append(after[0] - killed_at)
     bad = sum(1 for s in streams if not s.ok)
-    if gaps:
-        print(
-            f"kill-to-resumed: {len(resumed)} of {len(streams)} turns ran on the killed worker; kill -> their next "
-            f"event median {ms(statistics.median(gaps))}, max {ms(max(gaps))} (goal <= 30 s); not done: {bad}"
-        )
-    else:
-        print(f"kill-to-resumed: no turn was running on the killed worker; not done: {bad}")
+    lost, differ = _held(streams)
+    extra = len(model.requests) - requests_before - 2 * len(streams)  # two model steps a turn
+    print(
+        f"worker killed: {len(resumed)} of {len(streams)} turns ran on it; kill -> their next event "
+        + (f"median {ms(statistics.median(gaps))}, max {ms(max(gaps))}" if gaps else "(none ran on it)")
+        + f" (goal <= 30 s); not done {bad}, lost {lost}, client != stored {differ}; model requests beyond "
+        f"2 a turn: {extra} for {len(resumed)} resumed (goal: at most one more each)"
+    )
     model.load([answer_script(args.delay_ms)])
-    return bad
+    return bad + lost + differ + max(0, extra - len(resumed))
+
+
+def _kill_stream(args, servers, tokens, model) -> int:
+    """A stream process SIGKILLed mid-turn: its clients reconnect to another with `Last-Event-ID`."""
+    model.load([answer_script(max(args.delay_ms, 100.0))])
+    requests_before = len(model.requests)
+    streams = [Stream(servers[0].port, tokens[i]) for i in range(args.kill_turns)]
+    threads = [threading.Thread(target=s.run) for s in streams]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 120
+    while sum(1 for s in streams if len(s.events) > 3) < len(streams) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    servers[0].kill()
+    for thread in threads:
+        thread.join(600)
+    cut = [s for s in streams if not s.ok]
+    reconnects = [threading.Thread(target=s.resume, args=(servers[1].port,)) for s in cut]
+    for thread in reconnects:
+        thread.start()
+    for thread in reconnects:
+        thread.join(600)
+    bad = sum(1 for s in streams if not s.ok)
+    lost, differ = _held(streams)
+    extra = len(model.requests) - requests_before - 2 * len(streams)
+    print(
+        f"stream process killed: {len(cut)} of {len(streams)} clients cut off, reconnected to another with "
+        f"Last-Event-ID; not done {bad}, lost {lost}, client != stored {differ}; model requests beyond 2 a turn: "
+        f"{extra} (goal 0: the turns ran on on their workers)"
+    )
+    model.load([answer_script(args.delay_ms)])
+    return bad + lost + differ + max(0, extra)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ Runs, each in its own process, printing its figures as it goes:
 5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 6. `sql_tool.py` at 10, 1,000 and 100,000 rows on SQLite and PostgreSQL (5 rounds);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
-8. `live_turns.py`: 1 and 20 turns on SQLite (embedded broker), and on PostgreSQL with a worker killed;
+8. `live_turns.py`: 1 and 20 turns on SQLite (embedded broker), and on PostgreSQL with a worker and a stream
+   process killed; `live_streams.py`: 300 open streams on one stream process (PostgreSQL and RabbitMQ);
 9. `orm_vs_raw.py`: the raw writes left in the code against the ORM's bulk operations;
 10. `startup.py`: `manage.py check` against a bare project, `import_turns` of one record;
 11. `sandbox.py --runs 10`: an `execute_python` call in its sandbox vs unconfined, and
@@ -195,9 +196,15 @@ def main(argv: list[str] | None = None) -> int:
 
         results.append(
             _run_here(
-                "live_turns: the same on PostgreSQL, and a worker killed",
-                [*live, "--levels", "1", "20", "--kill-turns", "10", "--database-url", server_url],
+                "live_turns: the same on PostgreSQL, a worker killed, a stream process killed",
+                [*live, "--levels", "1", "20", "--streams", "2", "--kill-turns", "10", "--database-url", server_url],
                 drop_live_roles,
+            )
+        )
+        results.append(
+            _run_here(
+                "live_streams: 300 event streams open on one stream process",
+                ["bench/live_streams.py", "--streams", "300", "--rounds", "1", "--database-url", server_url],
             )
         )
 

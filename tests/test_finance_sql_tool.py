@@ -126,31 +126,37 @@ def test_factory_gives_none_when_the_reader_role_is_missing(db, settings):
 def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
     """A tool's unexpected exception may quote row values: the log names its class, no message, no traceback."""
     import logging
-    from types import SimpleNamespace
-    from typing import cast
+    import uuid
 
-    from live.runner import TurnRunner
+    from live.checkpoint import TurnState
+    from live.tool_calls import tool_result
 
     class Leaky:
         name = "execute_sql"
 
+        def definition(self) -> dict:
+            return {}
+
         def run(self, tool_input, *, user):
             raise OverflowError("value 2318.45 of NPRVdD53X83RZJzzzzgEOzdmenCkhvMdgaKjI is out of range")
 
-    runner = SimpleNamespace(tools={"execute_sql": Leaky()}, user=None, turn=SimpleNamespace(id="t1"))
     block = {"type": "tool_use", "id": "toolu_1", "name": "execute_sql", "input": {"query": "SELECT 1"}}
-    with caplog.at_level(logging.DEBUG, logger="live.runner"):
-        result = TurnRunner.run_tool(cast(TurnRunner, runner), block)
+    tools: dict[str, ToolExecutor] = {"execute_sql": Leaky()}
+    turn_id = uuid.UUID(int=1)
+    with caplog.at_level(logging.DEBUG, logger="live.tool_calls"):
+        result, sources = tool_result(tools, block, None, user=None, state=TurnState(messages=[]), turn_id=turn_id)
+    assert sources == []
     assert result == {
         "type": "tool_result",
         "tool_use_id": "toolu_1",
         "is_error": True,
         "content": "execute_sql failed",
     }
-    [record] = [r for r in caplog.records if r.name == "live.runner"]
+    [record] = [r for r in caplog.records if r.name == "live.tool_calls"]
     # The class and where it was raised (file, line, function), never the message.
     assert re.fullmatch(
-        r"turn t1: tool execute_sql raised OverflowError at test_finance_sql_tool\.py:\d+ \(run\)", record.getMessage()
+        rf"turn {turn_id}: tool execute_sql raised OverflowError at test_finance_sql_tool\.py:\d+ \(run\)",
+        record.getMessage(),
     )
     assert record.exc_info is None
     assert record.exc_info is None and record.exc_text is None
