@@ -1,5 +1,5 @@
-"""Request guards that run before any other middleware or view, and a message middleware that costs nothing
-to a request that shows no message."""
+"""Request guards that run before any other middleware or view, and the innermost middleware that keeps the
+chain sync under ASGI."""
 
 from __future__ import annotations
 
@@ -8,11 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from asgiref.sync import iscoroutinefunction
-from django.contrib.messages.middleware import MessageMiddleware
-from django.contrib.messages.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.decorators import sync_and_async_middleware
-from django.utils.functional import SimpleLazyObject, empty
 
 from silvia.views import api_not_found
 
@@ -97,25 +94,6 @@ def _bad_request(request: HttpRequest, message: str) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": message}, status=400)
     return HttpResponseBadRequest(message)
-
-
-class LazyMessageMiddleware(MessageMiddleware):
-    """Django's `MessageMiddleware`, its storage made when something first reads or adds a message.
-
-    Django makes the storage (a cookie and a session storage) for every
-    request, API calls included, and saves it after: about a thirtieth of
-    an empty list (bench/README.md, "empty list"). A storage nothing touched
-    has nothing to save (neither used nor added to), so it is skipped.
-    """
-
-    def process_request(self, request: HttpRequest) -> None:
-        request._messages = SimpleLazyObject(lambda: default_storage(request))  # type: ignore[attr-defined]
-
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        messages = getattr(request, "_messages", None)
-        if isinstance(messages, SimpleLazyObject) and messages._wrapped is empty:
-            return response
-        return super().process_response(request, response)
 
 
 def sync_chain(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:

@@ -86,8 +86,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Django's MessageMiddleware, its storage made only when a message is read or added.
-    "silvia.middleware.LazyMessageMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: the chain runs sync, in one thread hop under ASGI (silvia/middleware.py says why).
     "silvia.middleware.sync_chain",
