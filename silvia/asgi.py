@@ -74,7 +74,13 @@ class BodyLimit:
             content_type, body = b"application/json", json.dumps({"detail": self._reason()}).encode()
         else:
             content_type, body = b"text/plain; charset=utf-8", self._reason().encode() + b"\n"
-        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        # `Connection: close`: the server closes the connection after the 413 instead of reading and dropping
+        # the rest of the body, however long the client keeps sending it (each byte puts off its keep-alive).
+        headers = [
+            (b"content-type", content_type),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
