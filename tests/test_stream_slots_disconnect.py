@@ -74,12 +74,7 @@ def test_clients_that_leave_before_the_headers_leave_every_slot_free(stream, may
     for _ in range(60):
         with socket.create_connection(("127.0.0.1", stream.port)) as sock:
             sock.sendall(request)  # and leave at once: the view is still running
-    # The server may still be running the views of the last ones: the cap must open again within seconds.
-    deadline, statuses = time.monotonic() + 15, []
-    while statuses != [200] * CAP + [429] and time.monotonic() < deadline:
-        time.sleep(0.5)
-        statuses = _open_streams(request, stream.port, CAP + 1)
-    assert statuses == [200] * CAP + [429]
+    assert _the_cap_once_settled(request, stream.port) == [200] * CAP + [429]
 
 
 def test_clients_that_leave_mid_replay_or_mid_follow_leave_every_slot_free(stream, maya):
@@ -98,16 +93,23 @@ def test_clients_that_leave_mid_replay_or_mid_follow_leave_every_slot_free(strea
             read, wanted = 0, (1000 + 10000 * i) if turn is long_log else 1
             while read < wanted and (chunk := sock.recv(4096)):
                 read += len(chunk)
-    deadline, statuses = time.monotonic() + 15, []
+    assert _the_cap_once_settled(_request(running, token), stream.port) == [200] * CAP + [429]
+
+
+def _the_cap_once_settled(request: bytes, port: int) -> list[int]:
+    """The statuses of `CAP + 1` streams opened one after another, retried for up to 15 s: the server may
+    still be running the views of the clients that left."""
+    deadline, statuses = time.monotonic() + 15, _open_streams(request, port, CAP + 1)
     while statuses != [200] * CAP + [429] and time.monotonic() < deadline:
         time.sleep(0.5)
-        statuses = _open_streams(_request(running, token), stream.port, CAP + 1)
-    assert statuses == [200] * CAP + [429]
+        statuses = _open_streams(request, port, CAP + 1)
+    return statuses
 
 
 def _open_streams(request: bytes, port: int, count: int) -> list[int]:
     """Open `count` streams one after another, their statuses; then close them all."""
-    held, statuses = [], []
+    held: list[socket.socket] = []
+    statuses: list[int] = []
     try:
         for _ in range(count):
             sock = socket.create_connection(("127.0.0.1", port), timeout=10)
