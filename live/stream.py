@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
@@ -41,6 +40,7 @@ from citations.ai_sdk import DONE_FRAME, PROTOCOL, UIMessageStream, format_chunk
 from citations.live_events import FINAL_EVENTS, LOG_ONLY_EVENTS, EventName
 from live import db
 from live.log import events_after, release_connection
+from live.slots import STREAM_SLOTS, StreamSlots
 from live.sse import KEEPALIVE, format_retry, format_sse
 from live.wakeups import Feed, turn_feeds
 
@@ -273,43 +273,3 @@ def closing(stream: Any, on_close: Callable[[], None]) -> Any:
     """`stream` (sync or async) wrapped so that `on_close` runs when the response closes it, iterated or not.
     `on_close` must be safe to call twice (the stream's own end may call it too)."""
     return _AsyncClosing(stream, on_close) if hasattr(stream, "__aiter__") else _SyncClosing(stream, on_close)
-
-
-class StreamSlots:
-    """Each user's open event streams in this process, capped (`LIVE_SSE_MAX_STREAMS_PER_USER`,
-    docs/live.md#admission): one user's thousands of reconnects would make every other user's streams
-    wait for the log's reads."""
-
-    def __init__(self) -> None:
-        self._open: dict[object, int] = {}
-        self._lock = threading.Lock()
-
-    def take(self, user_id: object, limit: int) -> Callable[[], None] | None:
-        """One more stream for `user_id`: the function that gives its slot back (once; later calls do
-        nothing), or None when the user already has `limit` open."""
-        with self._lock:
-            if self._open.get(user_id, 0) >= limit:
-                return None
-            self._open[user_id] = self._open.get(user_id, 0) + 1
-        given_back = False
-
-        def give_back() -> None:
-            nonlocal given_back
-            with self._lock:
-                if given_back:
-                    return
-                given_back = True
-                left = self._open[user_id] - 1
-                if left:
-                    self._open[user_id] = left
-                else:
-                    del self._open[user_id]
-
-        return give_back
-
-    def open_streams(self, user_id: object) -> int:
-        with self._lock:
-            return self._open.get(user_id, 0)
-
-
-STREAM_SLOTS = StreamSlots()

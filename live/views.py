@@ -34,7 +34,8 @@ from live.service import (
     TurnLimitError,
     turn_start,
 )
-from live.stream import STREAM_SLOTS, async_stream, closing, sync_stream
+from live.slots import STREAM_SLOTS
+from live.stream import async_stream, closing, sync_stream
 
 
 class _AlwaysJSON(BaseContentNegotiation):

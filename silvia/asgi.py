@@ -7,7 +7,9 @@ outside, through the ASGI interface only: the live turns' POST is the one
 body this process reads, and Django's handler reads any body to its end
 before a view sees it (spooling it to disk), however long a client keeps
 sending. `BodyLimit` stops at `DATA_UPLOAD_MAX_MEMORY_SIZE` instead, a
-413 at once (docs/api.md#errors).
+413 at once (docs/api.md#errors). Inside it, `live.slots.GiveBackSlots`
+gives back the stream slots a request took when its ASGI call ends: a
+client that leaves before its headers never gets a response to close.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import os
 from typing import Any
 
 from django.core.asgi import get_asgi_application
+
+from live.slots import GiveBackSlots
 
 __all__ = ["BodyLimit", "application"]
 
@@ -70,7 +74,13 @@ class BodyLimit:
             content_type, body = b"application/json", json.dumps({"detail": self._reason()}).encode()
         else:
             content_type, body = b"text/plain; charset=utf-8", self._reason().encode() + b"\n"
-        headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+        # `Connection: close`: the server closes the connection after the 413 instead of reading and dropping
+        # the rest of the body, however long the client keeps sending it (each byte puts off its keep-alive).
+        headers = [
+            (b"content-type", content_type),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
@@ -84,7 +94,7 @@ def _limit() -> int | None:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-application = BodyLimit(django_application, _limit())
+application = BodyLimit(GiveBackSlots(django_application), _limit())
 
 from live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
 from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)

@@ -26,9 +26,12 @@ _STATEMENT = re.compile(
 )
 #: Loggers of HTTP clients whose DEBUG lines carry request bodies (the anthropic SDK's).
 _HTTP_CLIENT_LOGGERS = frozenset({"anthropic", "httpx", "httpcore"})
-_URLISH = re.compile(r"^(?:[A-Z]+ )?/")
+# A request target in absolute form (`http://host/path`, legal HTTP/1.1; uvicorn logs `http%3A//host/path`):
+# its scheme and host are masked whole, its path like any other.
+_ABSOLUTE = r"(?:[Hh][Tt][Tt][Pp][Ss]?(?::|%3[Aa])//[^/\s?\"]*)"
+_URLISH = re.compile(rf"^(?:[A-Z]+ )?{_ABSOLUTE}?/")
 _QUERY = re.compile(r"\?[^\s\"]*")
-_PATH = re.compile(r"^((?:[A-Z]+ )?)(/[^\s?\"]*)")
+_PATH = re.compile(rf"^((?:[A-Z]+ )?)({_ABSOLUTE}?)(/[^\s?\"]*)")
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>[^)]*\)")
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 _route_words: dict[str, frozenset[str]] = {}  # by ROOT_URLCONF
@@ -51,8 +54,12 @@ class PrivacyFilter(logging.Filter):
       handler can render the request, its body or Django's technical 500 page.
     - SQL debug records: the message becomes `(seconds) VERB "table"; alias=…`;
       `sql` and `params` keep only that too.
-    - Any string argument that is a path or request line (`/a?b`, `GET /a?b HTTP/1.1`):
-      the query string becomes `?…`, and each path segment that is no word of the routes `…` (`redact_url`).
+    - Any string argument that is a path or request line (`/a?b`, `GET /a?b HTTP/1.1`, and in absolute form
+      `GET http://host/a?b HTTP/1.1`): the query string becomes `?…`, the scheme and host `…`, and each path
+      segment that is no word of the routes `…` (`redact_url`).
+    - `django.security.*` records keep their logger's name (the exception's class) but not their message,
+      the exception's text (`DisallowedHost` quotes the `Host` header); gunicorn's `Invalid request from
+      ip=…` keeps the address but not what its parser refused (a header, a transfer coding, a chunk size).
     Drops the DEBUG records of HTTP clients (whole requests); otherwise
     returns True (it redacts).
     """
@@ -82,6 +89,13 @@ class PrivacyFilter(logging.Filter):
             # The SDK's and httpx's debug lines print whole requests: the user's
             # message and the tool results, account ids and balances included.
             return False
+        if record.name.startswith("django.security."):
+            # Django's message is the exception's text, which quotes the request: DisallowedHost its Host
+            # header. The logger's name says which exception it was.
+            record.msg, record.args = "(message withheld: it may quote the request)", ()
+        if record.name == "gunicorn.error" and str(record.msg).startswith("Invalid request from ip="):
+            # gunicorn's parser quotes what it refused (a header, a transfer coding, a chunk size), pre-formatted.
+            record.msg, record.args = str(record.msg).split(": ", 1)[0] + ": (what it refused withheld)", ()
         if record.name.startswith("psycopg"):
             # The driver's own lines (the connection pool's) quote the server's
             # error, which can quote row values: keep what it was doing only.
@@ -109,8 +123,9 @@ class QuietHealthCheck(logging.Filter):
 def redact_url(text: str) -> str:
     """`GET /a?q=secret HTTP/1.1` -> `GET /a?… HTTP/1.1`; `/accounts/<id>/x` -> `/accounts/…/x`.
 
-    Only a string that starts with a path (optionally after an HTTP method) is
-    touched; any other string is returned unchanged. In the path, a segment
+    Only a string that starts with a path (optionally after an HTTP method, and
+    optionally in absolute form, `http://host/a`, whose scheme and host become
+    `…`) is touched; any other string is returned unchanged. In the path, a segment
     stays only when it is a word of the URL routes (`api`, `sessions`,
     `accounts`, ...) or a number; any other becomes `…`, ids included (an
     account id can be a UUID too), so an account id stays out however it got
@@ -124,8 +139,8 @@ def redact_url(text: str) -> str:
     match = _PATH.match(text)
     if match is None:
         return text
-    method, path = match.groups()
-    return method + _redact_path(path) + text[match.end() :]
+    method, origin, path = match.groups()
+    return method + ("…" if origin else "") + _redact_path(path) + text[match.end() :]
 
 
 def _redact_path(path: str) -> str:

@@ -128,12 +128,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["
 # Connections (docs/deploying.md#database-connections): on PostgreSQL, Django's psycopg-pool pool, the one
 # way for the stream process (ASGI: each request has a thread of its own, so persistent connections would
 # not carry over) and as cheap for gunicorn's threads. DATABASE_POOL=false turns it off (`?conn_max_age=N`
-# in DATABASE_URL then applies). CONN_HEALTH_CHECKS: the pool checks a connection when a request takes it,
-# so one the server closed is replaced, not reported as an error.
+# in DATABASE_URL then applies). A connection is checked when a request takes it, so one the server closed
+# is replaced, not reported as an error: by Django (CONN_HEALTH_CHECKS) without the pool, by the backend
+# (silvia/postgresql/base.py) with it, which also drops every idle one at the first that failed.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
-    # Django's backend, naming a database it cannot reach in one line (silvia/postgresql/base.py).
+    # Django's backend, naming a database it cannot reach in one line and checking pooled connections.
     DATABASES["default"]["ENGINE"] = "silvia.postgresql"
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # the pool's own check backs off 1, 2, 4 s... per dead one
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),

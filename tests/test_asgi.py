@@ -8,6 +8,7 @@ import json
 import pytest
 from django.core.handlers.asgi import ASGIHandler
 
+from live.slots import GiveBackSlots
 from silvia.asgi import BodyLimit, application, django_application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,7 +60,8 @@ def _token_headers(token_client) -> list[tuple[bytes, bytes]]:
 
 def test_the_application_is_djangos_stock_handler_inside_the_body_limit():
     assert type(django_application) is ASGIHandler
-    assert isinstance(application, BodyLimit) and application.app is django_application
+    assert isinstance(application, BodyLimit) and isinstance(application.app, GiveBackSlots)
+    assert application.app.app is django_application
 
 
 def test_the_api_answers_through_it(token_client):

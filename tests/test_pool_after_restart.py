@@ -1,0 +1,68 @@
+"""Every pooled connection closed by the server (a PostgreSQL restart, a failover, `pg_terminate_backend`)
+is replaced at once, not reported as an error (docs/deploying.md#database-connections).
+
+The Procfile's `web:` (gunicorn) and `stream:` (uvicorn) processes on the test database. psycopg-pool checks
+a connection when a request takes it, and after a failed check it backs off (1 s, 2 s, 4 s, ...) before
+checking the next idle one: with all of a pool's idle connections dead, the first request waited past
+`DATABASE_POOL_TIMEOUT` and was a 503, though the database was up again.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from tests.live_support import database_url
+from tests.pg_admin import admin_connection
+from tests.procfile import Stack, filesystem_env
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL only"),
+]
+
+POOL = {"DATABASE_POOL_MIN_SIZE": "6", "DATABASE_POOL_TIMEOUT": "5"}
+
+
+def _get(port: int, token: str) -> tuple[int, float]:
+    started = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/api/chat/sessions/", headers={"Authorization": f"Token {token}"})
+    status = conn.getresponse().status
+    conn.close()
+    return status, time.monotonic() - started
+
+
+def _terminate_the_servers_connections() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        ours = cursor.fetchone()[0]
+    with admin_connection() as admin:
+        row = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+            [connection.settings_dict["NAME"], ours],
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_requests_after_every_pooled_connection_was_closed_are_answered_at_once(maya, tmp_path):
+    token = Token.objects.create(user=maya).key
+    stack = Stack({"DATABASE_URL": database_url(), **filesystem_env(tmp_path / "broker"), **POOL}, tmp_path)
+    try:
+        servers = [stack.web(WEB_CONCURRENCY="1"), stack.stream()]
+        with ThreadPoolExecutor(8) as pool:  # each pool at its 6 connections, all idle afterwards
+            assert {status for status, _ in pool.map(lambda i: _get(servers[i % 2].port, token), range(16))} == {200}
+        time.sleep(1)
+        assert _terminate_the_servers_connections() >= 12
+        time.sleep(0.5)
+        answers = [_get(server.port, token) for server in servers for _ in range(3)]
+        assert [status for status, _ in answers] == [200] * 6, stack.logs()[-3000:]
+        assert max(seconds for _, seconds in answers) < 2.5, answers
+    finally:
+        stack.close()
