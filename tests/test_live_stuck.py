@@ -37,6 +37,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chat.models import ChatLog, ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from citations.live_events import turn_event
+from live.log import encode
+from live.tasks import send_live_turn
 from tests.live_support import parse_sse, script, step, text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -86,12 +89,14 @@ def celery_signal(signal: Any, receiver: Callable[..., None]) -> Iterator[None]:
 
 class Attempts:
     """What Celery reports of the turn tasks: each publish `(task id, retries)` (in the sender's thread,
-    before the message reaches the broker), each start of an attempt, each retry."""
+    before the message reaches the broker), each start of an attempt `(task id, retries)`, each retry, each
+    end of an attempt `(task id, state)`."""
 
     def __init__(self) -> None:
         self.published: list[tuple[str, int]] = []
         self.started: list[tuple[str, int]] = []
         self.retried: list[str] = []
+        self.ended: list[tuple[str, str]] = []
         self.on_publish: Callable[[str, str, int], None] | None = None
         self.on_retry: Callable[[], None] | None = None
 
@@ -104,6 +109,10 @@ class Attempts:
     def prerun(self, sender: Any = None, task_id: Any = None, task: Any = None, **kwargs: Any) -> None:
         if task is not None and task.name == TASK:
             self.started.append((task_id, task.request.retries))
+
+    def postrun(self, sender: Any = None, task_id: Any = None, task: Any = None, state: Any = None, **kw: Any) -> None:
+        if task is not None and task.name == TASK:
+            self.ended.append((task_id, state))
 
     def retry(self, sender: Any = None, request: Any = None, **kwargs: Any) -> None:
         if getattr(sender, "name", None) == TASK:
@@ -119,6 +128,7 @@ def attempts() -> Iterator[Attempts]:
         celery_signal(signals.before_task_publish, seen.publish),
         celery_signal(signals.task_prerun, seen.prerun),
         celery_signal(signals.task_retry, seen.retry),
+        celery_signal(signals.task_postrun, seen.postrun),
     ):
         yield seen
 
@@ -286,6 +296,48 @@ def test_the_database_refusing_every_retry_the_turn_fails_with_an_error_its_clie
     attempts.on_publish = None
     recorded_model.load([script(step(text("Back.")))])
     assert read_stream(post_turn(client, session_id))[-1][1] == "done"
+
+
+def queued_again(user) -> LiveTurn:
+    """A queued turn, as admission writes it, whose task id has changed since its first task was sent
+    (`live.engine.requeue_orphans`, a worker's start on the embedded broker): that task is stale."""
+    turn = LiveTurn.objects.create(
+        session_id=uuid.uuid4(), user=user, user_message="Still there?", prompt_version="v5", last_seq=1
+    )
+    event = turn_event(turn_id=str(turn.id), session_id=str(turn.session_id))
+    LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
+    return turn
+
+
+def test_a_stale_task_refused_by_the_database_leaves_the_turn_to_its_own_task(
+    client, recorded_model, attempts, refused, settings, maya
+):
+    settings.LIVE_TURN_START_RETRIES = 1
+    recorded_model.load([script(step(text("Run by its own task.")))])
+    turn = queued_again(maya)
+    stale = uuid.uuid4()
+    refuse_the_first_publish(attempts, refused)
+    handler = ReleaseWhenLogged(refused.release)
+    tasks_log = logging.getLogger("live.tasks")
+    tasks_log.addHandler(handler)
+    try:
+        send_live_turn(str(turn.id), str(stale))
+        deadline = time.monotonic() + 30
+        while (str(stale), "SUCCESS") not in attempts.ended:  # refused, retried, refused, given up
+            assert time.monotonic() < deadline, attempts.ended
+            time.sleep(0.05)
+    finally:
+        tasks_log.removeHandler(handler)
+    assert attempts.started == [(str(stale), 0), (str(stale), 1)]
+    assert attempts.ended == [(str(stale), "RETRY"), (str(stale), "SUCCESS")]
+    row = LiveTurn.objects.get(pk=turn.id)
+    assert (row.status, row.error, row.last_seq) == (LiveTurnStatus.QUEUED, None, 1)
+    # The turn's own task runs it.
+    attempts.on_publish = None
+    send_live_turn(str(turn.id), str(turn.task_id))
+    events = read_stream(client.get(f"/api/chat/turns/{turn.id}/events", HTTP_LAST_EVENT_ID="1"))
+    assert events[-1][1] == "done" and [seq for seq, _, _ in events] == list(range(2, len(events) + 2))
+    assert (LiveTurn.objects.get(pk=turn.id).status, ChatLog.objects.get().response) == ("done", "Run by its own task.")
 
 
 # --- a POST inside an outer transaction ------------------------------------------------
