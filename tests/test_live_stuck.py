@@ -1,26 +1,28 @@
-"""No stuck turn (issue 28; docs/job-engine.md#stuck-turns): a task stopped before its turn starts, in this process.
+"""No stuck turn (issue 28; docs/job-engine.md#stuck-turns): the database refusing a turn's start, in this process.
 
 On the test database (SQLite or PostgreSQL), with the in-process Celery
 worker (`live_worker`: the production task `chat.run_live_turn` on the
-threads pool) and the recorded model; nothing of ours is replaced:
+threads pool) and the recorded model; nothing of ours is replaced. The
+database refuses for real, from another connection (`RefusedStart`), from
+the moment the task is sent:
 
-- **the database refusing the start**, for real, from another connection
-  (`RefusedStart`), from the moment the task is sent: once, the task is
-  retried by Celery (the same task id) and the turn is `done`, stored once;
-  past `LIVE_TURN_START_RETRIES`, the turn is `failed` with an `error` event
-  `database_unavailable` that its client reads, on its stream and on GET
-  .../events, never `queued` for ever;
-- **a POST inside an outer transaction**: no task is sent before the
-  commit and the turn is not taken; at the commit it runs to `done`; rolled
-  back, no turn and no task.
+- once: the task is retried by Celery (the same task id, sent again) and
+  the turn is `done`, stored once;
+- past `LIVE_TURN_START_RETRIES`: the turn is `failed` with an `error`
+  event `database_unavailable` its client reads, on its stream and on GET
+  .../events, never `queued` for ever, and its session takes a new turn;
+- a stale task (the turn was queued again since) refused as often leaves
+  the turn to its own task.
 
-A worker killed before the turn starts, and the stuck bounds, run the
-Procfile's processes: tests/test_live_stuck_workers.py.
+The other ways a task stops before its turn starts: a POST inside an outer
+transaction (tests/test_live_stuck_commit.py), a worker killed after it took
+the task (tests/test_live_stuck_workers.py); the stuck bounds at admission
+(tests/test_live_stuck_admission.py) and at a worker's start
+(tests/test_live_stuck_workers.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
 import threading
@@ -31,20 +33,19 @@ from typing import Any
 
 import psycopg
 import pytest
-from celery import signals
-from django.db import connection, transaction
+from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog, ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import turn_event
 from live.log import encode
 from live.tasks import send_live_turn
-from tests.live_support import parse_sse, script, step, text
+from tests.live_support import script, step, text
+from tests.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TASK = "chat.run_live_turn"
 UNAVAILABLE = {"type": "database_unavailable", "message": "This answer could not be started. Please try again."}
 
 
@@ -55,81 +56,9 @@ def client(maya):
     return api
 
 
-def post_turn(client, session_id: uuid.UUID, message: str = "What is my balance?"):
-    return client.post(f"/api/chat/sessions/{session_id}/turns/", {"message": message}, format="json")
-
-
-def read_stream(response, timeout: float = 60.0) -> list[tuple[int, str, Any]]:
-    """The events of a streaming response, read to its end in a thread: a turn left waiting fails the test
-    after `timeout` instead of holding it (its stream would send keep-alives for ever)."""
-    assert response.status_code == 200, response.content
-    body: list[bytes] = []
-
-    def read() -> None:
-        try:
-            body.extend(response.streaming_content)
-        finally:
-            connection.close()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert not reader.is_alive(), f"the stream did not end in {timeout} s: {b''.join(body)[-300:]!r}"
-    return parse_sse(b"".join(body))
-
-
-@contextlib.contextmanager
-def celery_signal(signal: Any, receiver: Callable[..., None]) -> Iterator[None]:
-    signal.connect(receiver, weak=False)
-    try:
-        yield
-    finally:
-        signal.disconnect(receiver)
-
-
-class Attempts:
-    """What Celery reports of the turn tasks: each publish `(task id, retries)` (in the sender's thread,
-    before the message reaches the broker), each start of an attempt `(task id, retries)`, each retry, each
-    end of an attempt `(task id, state)`."""
-
-    def __init__(self) -> None:
-        self.published: list[tuple[str, int]] = []
-        self.started: list[tuple[str, int]] = []
-        self.retried: list[str] = []
-        self.ended: list[tuple[str, str]] = []
-        self.on_publish: Callable[[str, str, int], None] | None = None
-        self.on_retry: Callable[[], None] | None = None
-
-    def publish(self, sender: Any = None, body: Any = None, headers: Any = None, **kwargs: Any) -> None:
-        if sender == TASK:
-            self.published.append((headers["id"], headers["retries"]))
-            if self.on_publish is not None:
-                self.on_publish(body[0][0], headers["id"], headers["retries"])
-
-    def prerun(self, sender: Any = None, task_id: Any = None, task: Any = None, **kwargs: Any) -> None:
-        if task is not None and task.name == TASK:
-            self.started.append((task_id, task.request.retries))
-
-    def postrun(self, sender: Any = None, task_id: Any = None, task: Any = None, state: Any = None, **kw: Any) -> None:
-        if task is not None and task.name == TASK:
-            self.ended.append((task_id, state))
-
-    def retry(self, sender: Any = None, request: Any = None, **kwargs: Any) -> None:
-        if getattr(sender, "name", None) == TASK:
-            self.retried.append(request.id)
-            if self.on_retry is not None:
-                self.on_retry()
-
-
 @pytest.fixture
 def attempts() -> Iterator[Attempts]:
-    seen = Attempts()
-    with (
-        celery_signal(signals.before_task_publish, seen.publish),
-        celery_signal(signals.task_prerun, seen.prerun),
-        celery_signal(signals.task_retry, seen.retry),
-        celery_signal(signals.task_postrun, seen.postrun),
-    ):
+    with watched_tasks() as seen:
         yield seen
 
 
@@ -338,63 +267,3 @@ def test_a_stale_task_refused_by_the_database_leaves_the_turn_to_its_own_task(
     events = read_stream(client.get(f"/api/chat/turns/{turn.id}/events", HTTP_LAST_EVENT_ID="1"))
     assert events[-1][1] == "done" and [seq for seq, _, _ in events] == list(range(2, len(events) + 2))
     assert (LiveTurn.objects.get(pk=turn.id).status, ChatLog.objects.get().response) == ("done", "Run by its own task.")
-
-
-# --- a POST inside an outer transaction ------------------------------------------------
-
-
-def visible_elsewhere(turn_id: uuid.UUID) -> bool:
-    """Whether another connection (a worker's) sees the turn's row."""
-    seen: list[bool] = []
-
-    def look() -> None:
-        try:
-            seen.append(LiveTurn.objects.filter(pk=turn_id).exists())
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=look)
-    thread.start()
-    thread.join(30)
-    return seen == [True]
-
-
-def test_a_post_inside_an_outer_transaction_sends_its_task_at_the_commit(client, recorded_model, attempts):
-    recorded_model.load([script(step(text("Sent at the commit.")))])
-    session_id = uuid.uuid4()
-    with transaction.atomic():
-        response = post_turn(client, session_id)
-        assert response.status_code == 200
-        turn = LiveTurn.objects.get(session_id=session_id)
-        time.sleep(1.5)  # a worker takes a sent task within a second (the in-memory broker polls each second)
-        assert attempts.published == [] and attempts.started == []
-        assert not visible_elsewhere(turn.id)
-        row = LiveTurn.objects.get(pk=turn.id)
-        assert (row.status, row.started_at, row.last_seq) == (LiveTurnStatus.QUEUED, None, 1)
-    assert attempts.published == [(str(turn.task_id), 0)]  # at the commit, once
-    events = read_stream(response)
-    assert events[-1][1] == "done" and events[-1][2]["log_id"] == str(turn.id)
-    assert attempts.started == [(str(turn.task_id), 0)]
-    turn.refresh_from_db()
-    assert (turn.status, turn.resume_count) == (LiveTurnStatus.DONE, 0)
-    assert list(ChatLog.objects.values_list("id", "response")) == [(turn.id, "Sent at the commit.")]
-
-
-def test_a_post_inside_an_outer_transaction_rolled_back_leaves_no_turn_and_sends_no_task(
-    client, recorded_model, attempts
-):
-    session_id = uuid.uuid4()
-    with transaction.atomic():
-        response = post_turn(client, session_id)
-        assert response.status_code == 200
-        assert LiveTurn.objects.filter(session_id=session_id).count() == 1
-        transaction.set_rollback(True)
-    response.close()
-    time.sleep(1.5)
-    assert attempts.published == [] and attempts.started == []
-    assert LiveTurn.objects.count() == 0 and LiveTurnEvent.objects.count() == 0
-    assert not ChatSession.objects.filter(pk=session_id).exists()
-    # The session is free: a POST outside a transaction runs at once.
-    recorded_model.load([script(step(text("Now.")))])
-    assert read_stream(post_turn(client, session_id))[-1][1] == "done"
-    assert attempts.published == [(str(LiveTurn.objects.get().task_id), 0)]

@@ -1,6 +1,6 @@
-"""No stuck turn (issue 28; docs/job-engine.md#stuck-turns), with the Procfile's real processes.
+"""No stuck turn (issue 28; docs/job-engine.md): a worker killed before its turn starts, and a worker's start.
 
-The `stream` and `worker` lines of the Procfile (tests/procfile.py) on the
+The Procfile's `stream` and `worker` processes (tests/procfile.py) on the
 test database (SQLite or PostgreSQL), the recorded model over HTTP, a real
 HTTP client reading SSE:
 
@@ -13,26 +13,20 @@ HTTP client reading SSE:
   folder as kombu's transport takes it when a worker receives it, and that
   worker is gone; the next worker's start queues the turn again with a new
   task id and runs it, and the old message, put back, does nothing;
-- **the stuck bounds**: a turn `queued` past `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`
-  and one `running` (its worker killed) with no write for
-  `LIVE_TURN_STALLED_SECONDS` are ended with an `error` event `stuck` that
-  their streams deliver, by the next admission of their user (no 409, no
-  429) and by a worker's start; a turn within its bound is left alone. The
-  turns are made for real; only their clocks are moved back past the
-  default bounds (an UPDATE of `created_at`, `progressed_at`), as if the test
-  had waited ten or fifteen minutes.
+- **a worker's start** ends the turns stuck past their bounds (`queued`
+  past `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`, `running` with no write for
+  `LIVE_TURN_STALLED_SECONDS`) with an `error` event `stuck` their streams
+  deliver, and starts or resumes the others. The turns are made for real
+  (a killed worker, no worker); only their clocks are moved back past the
+  default bounds (`backdate`), as if the test had waited that long.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import http.client
 import json
 import os
 import sqlite3
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,107 +34,25 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.db.models import F
-from rest_framework.authtoken.models import Token
 
-from chat.models import ChatLog, LiveTurn, LiveTurnStatus
-from tests.factories import UserFactory
-from tests.live_support import SSEClient, database_url, script, step, text
-from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
+from chat.models import ChatLog, LiveTurnStatus
+from tests.procfile import Stack, filesystem_env, rabbitmq_env
+from tests.stuck_support import (
+    STUCK,
+    Turn,
+    backdate,
+    consecutive,
+    env_for,
+    needs_rabbitmq,
+    quick_answer,
+    slow_answer,
+    token_for,
+    wait_for,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-STUCK = {"type": "stuck", "message": "This answer could not be finished. Please try again."}
 STALE = "a stale task (the turn was queued again) does nothing"
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def needs_rabbitmq() -> None:
-    if not rabbitmq_available():
-        if os.environ.get("CI"):
-            pytest.fail("RabbitMQ (127.0.0.1:5672) is needed: a killed worker's task is redelivered by it")
-        pytest.skip("RabbitMQ is not reachable on 127.0.0.1:5672")
-
-
-def env_for(recorded_model_server, broker: dict[str, str], **extra: str) -> dict[str, str]:
-    return {
-        "DATABASE_URL": database_url(),
-        "ANTHROPIC_BASE_URL": recorded_model_server.base_url,
-        "ANTHROPIC_API_KEY": "test-key",
-        "LIVE_TURN_POLL_SECONDS": "0.05",
-        "LIVE_TURN_KEEPALIVE_SECONDS": "1",
-        **broker,
-        **extra,
-    }
-
-
-def token_for(username: str) -> str:
-    return Token.objects.create(user=UserFactory.create(username=username)).key
-
-
-def slow_answer(words: str = "slow") -> dict:
-    """One answer streamed over about five seconds (time to kill its worker, or to deliver a message)."""
-    return script(step(text(f"A {words} answer, " * 8)), delay_ms=250)
-
-
-def quick_answer(answer: str) -> dict:
-    return script(step(text(answer)))
-
-
-class Turn:
-    """A turn posted to the stream process, its client still reading."""
-
-    def __init__(self, web, token: str, session_id: uuid.UUID | None = None, message: str = "How much do I owe?"):
-        self.session_id = session_id or uuid.uuid4()
-        self.client = SSEClient(
-            web.base_url, "POST", f"/api/chat/sessions/{self.session_id}/turns/", token, {"message": message}
-        )
-        assert self.client.status == 200
-        self.read = self.client.events(limit=1)
-        assert self.read[0][1] == "turn"
-        self.id = uuid.UUID(self.read[0][2]["turn_id"])
-
-    def row(self) -> LiveTurn:
-        return LiveTurn.objects.get(pk=self.id)
-
-    def rest(self) -> list[tuple[int, str, Any]]:
-        """Every event the client reads until the stream ends, after those it read."""
-        self.read += self.client.events(timeout=60)
-        self.client.close()
-        return self.read
-
-
-def post(web, token: str, session_id: uuid.UUID) -> tuple[int, Any]:
-    """A POST whose answer is not a stream: its status and JSON body."""
-    conn = http.client.HTTPConnection("127.0.0.1", web.port, timeout=60)
-    conn.request(
-        "POST",
-        f"/api/chat/sessions/{session_id}/turns/",
-        body=json.dumps({"message": "And now?"}),
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-    )
-    response = conn.getresponse()
-    status, body = response.status, json.loads(response.read())
-    conn.close()
-    return status, body
-
-
-def backdate(turn: Turn, field: str, seconds: float) -> None:
-    """Move the turn's `created_at` or `progressed_at` back by `seconds`: as if that long had passed."""
-    LiveTurn.objects.filter(pk=turn.id).update(**{field: F(field) - dt.timedelta(seconds=seconds)})
-
-
-def consecutive(events: list[tuple[int, str, Any]]) -> bool:
-    return [seq for seq, _, _ in events] == list(range(1, len(events) + 1))
-
-
-# --- a worker killed between taking the message and starting the turn -----------------
 
 
 class StartHeld:
@@ -250,60 +162,6 @@ def test_embedded_broker_the_worker_that_took_the_message_died_the_next_one_runs
         assert worker.output().count(STALE) == 1
         assert queue_messages(broker) == []
         assert list(ChatLog.objects.values_list("id", flat=True)) == [turn.id]
-    finally:
-        stack.close()
-
-
-# --- the stuck bounds ------------------------------------------------------------------
-
-
-def test_stuck_turns_end_at_their_users_next_admission_no_409_no_429(recorded_model_server, tmp_path):
-    recorded_model_server.load([slow_answer()])
-    stack = Stack(
-        env_for(recorded_model_server, filesystem_env(tmp_path / "broker"), LIVE_TURN_MAX_PER_USER="2"), tmp_path
-    )
-    try:
-        web, doomed = stack.stream(), stack.worker()
-        maya, bo = token_for("maya"), token_for("bo")
-        # maya's turn runs, then its worker dies: `running`, and the embedded broker redelivers nothing.
-        stalled = Turn(web, maya)
-        wait_for(lambda: stalled.row().last_seq >= 3, "the turn to stream")
-        doomed.kill()
-        stalled_seq = stalled.row().last_seq
-        # bo's two turns wait for a worker that is not there.
-        lost, waiting = Turn(web, bo), Turn(web, bo)
-
-        # Within their bounds nothing is ended: 409 in maya's session, 429 for bo at his limit.
-        assert post(web, maya, stalled.session_id) == (409, {"detail": "This session already has a turn running."})
-        assert post(web, bo, uuid.uuid4()) == (
-            429,
-            {"detail": "You already have 2 answers in progress. Wait for one to finish."},
-        )
-        assert [t.row().status for t in (stalled, lost, waiting)] == ["running", "queued", "queued"]
-
-        backdate(stalled, "progressed_at", settings.LIVE_TURN_STALLED_SECONDS + 1)
-        backdate(lost, "created_at", settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS + 1)
-        backdate(waiting, "created_at", settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS - 60)
-
-        # maya's session takes a new turn: the stalled one ends first, its stream with it.
-        again = Turn(web, maya, stalled.session_id)
-        assert again.id != stalled.id and again.row().status == LiveTurnStatus.QUEUED
-        events = stalled.rest()
-        assert events[-1] == (stalled_seq + 1, "error", {"error": STUCK}) and consecutive(events)
-        row = stalled.row()
-        assert (row.status, row.error, row.last_seq) == (LiveTurnStatus.FAILED, STUCK, stalled_seq + 1)
-
-        # bo, at his limit with one stuck turn, is admitted; his turn within its bound is left alone.
-        third = Turn(web, bo)
-        assert lost.rest() == [(1, "turn", lost.read[0][2]), (2, "error", {"error": STUCK})]
-        assert (lost.row().status, lost.row().error) == (LiveTurnStatus.FAILED, STUCK)
-        row = waiting.row()
-        assert (row.status, row.error, row.last_seq, row.finished_at) == (LiveTurnStatus.QUEUED, None, 1, None)
-        # Two turns within their bounds: the limit holds.
-        assert post(web, bo, uuid.uuid4())[0] == 429
-        assert third.row().status == LiveTurnStatus.QUEUED
-        for turn in (waiting, again, third):
-            turn.client.close()
     finally:
         stack.close()
 
