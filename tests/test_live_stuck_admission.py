@@ -76,3 +76,27 @@ def test_stuck_turns_end_at_their_users_next_admission_no_409_no_429(recorded_mo
     finally:
         stack.close()
 
+
+def test_turns_stuck_in_the_queue_do_not_fill_it_for_everyone(recorded_model_server, tmp_path):
+    stack = Stack(
+        env_for(recorded_model_server, filesystem_env(tmp_path / "broker"), LIVE_TURN_MAX_QUEUED="2"), tmp_path
+    )
+    try:
+        web = stack.stream()  # no worker: bo's turns wait, their messages in the broker's folder
+        maya, bo = token_for("maya"), token_for("bo")
+        old, older = Turn(web, bo), Turn(web, bo)
+        full = (503, {"detail": "Too many questions are waiting for an answer. Please try again shortly."})
+        assert post(web, maya, uuid.uuid4()) == full
+        backdate(old, "created_at", settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS - 60)
+        assert post(web, maya, uuid.uuid4()) == full  # one turn within its bound still waits
+        backdate(older, "created_at", settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS + 1)
+        # A turn stuck in the queue waits for no worker: it does not count. (It is bo's: his next admission,
+        # or a worker's start, ends it.)
+        mine = Turn(web, maya)
+        assert mine.row().status == LiveTurnStatus.QUEUED
+        assert [older.row().status, old.row().status] == [LiveTurnStatus.QUEUED, LiveTurnStatus.QUEUED]
+        assert post(web, maya, uuid.uuid4()) == full  # two within their bounds: full again
+        for turn in (old, older, mine):
+            turn.client.close()
+    finally:
+        stack.close()
