@@ -75,12 +75,19 @@ def turn_acquire(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> uuid.U
     return None
 
 
-def fail_unstarted(turn_id: uuid.UUID, kind: str, message: str) -> bool:
-    """End a queued turn (no worker holds it) with an `error` event after its last one; whether it did."""
+def fail_unstarted(turn_id: uuid.UUID, kind: str, message: str, *, task_id: uuid.UUID | None = None) -> bool:
+    """End a queued turn (no worker holds it) with an `error` event after its last one; whether it did.
+
+    `task_id`: only while that task is the turn's own (a task whose start failed); a stale one, after
+    the turn was queued again, leaves it to its own task, as `turn_acquire` does.
+    """
     event = error_event(kind=kind, message=message)
     with sqlite_write_lock(), transaction.atomic():
         turn = LiveTurn.objects.select_for_update().filter(pk=turn_id, status=LiveTurnStatus.QUEUED).first()
         if turn is None:
+            return False
+        if task_id is not None and turn.task_id != task_id:
+            logger.info("turn %s: a stale task (the turn was queued again) does not end it", turn_id)
             return False
         seq = turn.last_seq + 1
         LiveTurnEvent.objects.create(turn_id=turn_id, seq=seq, event=event.name, data=encode(event))

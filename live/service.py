@@ -14,11 +14,12 @@ per process: a burst of POSTs waits for a slot (up to
 `LIVE_TURN_ADMISSION_WAIT_SECONDS`, then 503) instead of taking every
 pooled connection from the streams. The user's turns stuck past their
 bound (`live.engine.turns_stuck`) are ended first, so a session is never
-409 for ever.
+409 for ever, and the queue's depth counts no stuck turn (nor is it 503 for ever).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 import uuid
@@ -27,6 +28,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from chat.models import ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import turn_event
@@ -132,7 +135,7 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
             stuck = turns_stuck(active)
             if len(active) - len(stuck) >= settings.LIVE_TURN_MAX_PER_USER:
                 raise TurnLimitError(str(user.pk))
-            if LiveTurn.objects.filter(status=LiveTurnStatus.QUEUED).count() >= settings.LIVE_TURN_MAX_QUEUED:
+            if _waiting().count() >= settings.LIVE_TURN_MAX_QUEUED:
                 raise QueueFullError()
             if any(other.session_id == session_id for other in stuck):
                 end_stuck([other for other in stuck if other.session_id == session_id])
@@ -145,6 +148,14 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
     finally:
         end_stuck([other for other in stuck if other.session_id != session_id])
     return turn
+
+
+def _waiting() -> QuerySet[LiveTurn]:
+    """The turns that wait for a worker: queued, within `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`. A turn queued
+    longer is stuck (`live.engine.turns_stuck`), ended by its user's next admission or a worker's start:
+    it waits for no worker, and must not fill the queue for everyone until then."""
+    since = timezone.now() - dt.timedelta(seconds=settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS)
+    return LiveTurn.objects.filter(status=LiveTurnStatus.QUEUED, created_at__gte=since)
 
 
 def enqueue(turn: LiveTurn) -> None:

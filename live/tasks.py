@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
@@ -37,7 +36,8 @@ def run_live_turn(self: Any, turn_id: str) -> None:
     (down for a moment) the engine retries it, `LIVE_TURN_START_RETRIES`
     times with a growing countdown, then the turn fails with an `error` event
     if the database is back (else it is ended as stuck later); any other
-    error before the start fails it. It raises only Celery's `Retry`. The
+    error before the start fails it (a stale task's failure leaves the turn
+    to its own task). It raises only Celery's `Retry`. The
     run is the trace's `process` span, under the `send` span whose context
     came in the message's headers (docs/metrics.md#traces).
     """
@@ -51,31 +51,36 @@ def run_live_turn(self: Any, turn_id: str) -> None:
 
 
 def _start_and_run(task: Any, turn_uuid: uuid.UUID) -> None:
-    from live.engine import fail_unstarted, turn_acquire
+    from live.engine import turn_acquire
     from live.runner import run_turn
 
     self = task
+    task_id = _task_id(self.request.id)
     try:
-        token = turn_acquire(turn_uuid, _task_id(self.request.id))
+        token = turn_acquire(turn_uuid, task_id)
     except DatabaseError as error:
         retries = self.request.retries
         if retries < settings.LIVE_TURN_START_RETRIES:
             logger.warning("turn %s: the database refused its start (%s); retrying", turn_uuid, type(error).__name__)
             raise self.retry(countdown=min(2**retries, 30), max_retries=settings.LIVE_TURN_START_RETRIES) from None
         logger.error("turn %s: the database refused its start %d times; it fails", turn_uuid, retries + 1)
-        _fail_quietly(fail_unstarted, turn_uuid, "database_unavailable")
+        _fail_quietly(turn_uuid, task_id, "database_unavailable")
         return
     except Exception as error:  # our bug: the turn must not wait for ever
         logger.error("turn %s: its start failed (%s)", turn_uuid, type(error).__name__)
-        _fail_quietly(fail_unstarted, turn_uuid, "internal_error")
+        _fail_quietly(turn_uuid, task_id, "internal_error")
         return
     if token is not None:
         run_turn(turn_uuid, token)
 
 
-def _fail_quietly(fail: Callable[[uuid.UUID, str, str], bool], turn_id: uuid.UUID, kind: str) -> None:
+def _fail_quietly(turn_id: uuid.UUID, task_id: uuid.UUID | None, kind: str) -> None:
+    """End the queued turn with an `error` event, only while this task is its own (a stale task's start
+    failing leaves the turn to its own task)."""
+    from live.engine import fail_unstarted
+
     try:
-        fail(turn_id, kind, "This answer could not be started. Please try again.")
+        fail_unstarted(turn_id, kind, "This answer could not be started. Please try again.", task_id=task_id)
     except Exception as error:  # the database is still gone: the turn is ended as stuck later
         logger.error("turn %s: could not be marked failed (%s)", turn_id, type(error).__name__)
 
