@@ -14,6 +14,7 @@ client that leaves before its headers never gets a response to close.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from typing import Any
@@ -35,6 +36,13 @@ class BodyLimit:
     length as read: Django's request (and so DRF) takes a request without one for a request without a body.
     """
 
+    #: After a 413, how long and how much of the rest of a body still arriving is read and dropped before
+    #: the connection is closed (a lingering close, as nginx's `lingering_time`): a client that sends its
+    #: whole body before it reads (Python's http.client, most scripts) then reads the 413 instead of a
+    #: connection reset. Past either bound the connection closes, however long the body.
+    linger_seconds = 5.0
+    linger_bytes = 32 << 20
+
     def __init__(self, app: Any, limit: int | None) -> None:
         self.app, self.limit = app, limit
 
@@ -44,7 +52,9 @@ class BodyLimit:
             return
         declared = next((value for name, value in scope["headers"] if name.lower() == b"content-length"), None)
         if self.limit is not None and declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(scope, send)
+            # A client that asked `Expect: 100-continue` has sent none of it: reading would invite it to.
+            expects = any(name.lower() == b"expect" for name, _ in scope["headers"])
+            await self._refuse(scope, receive, send, linger=not expects)
             return
         body, more = bytearray(), True
         while more:
@@ -54,7 +64,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if self.limit is not None and len(body) > self.limit:
-                await self._refuse(scope, send)
+                await self._refuse(scope, receive, send, linger=more)
                 return
         if declared is None and body:
             scope = {**scope, "headers": [*scope["headers"], (b"content-length", str(len(body)).encode())]}
@@ -69,20 +79,36 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: dict[str, Any], send: Any) -> None:
+    async def _refuse(self, scope: dict[str, Any], receive: Any, send: Any, *, linger: bool) -> None:
         if scope["path"].startswith("/api/"):
             content_type, body = b"application/json", json.dumps({"detail": self._reason()}).encode()
         else:
             content_type, body = b"text/plain; charset=utf-8", self._reason().encode() + b"\n"
-        # `Connection: close`: the server closes the connection after the 413 instead of reading and dropping
-        # the rest of the body, however long the client keeps sending it (each byte puts off its keep-alive).
+        # `Connection: close`: the connection ends with the 413 instead of being kept alive after the rest of
+        # the body, however long that is. The 413's bytes go out at once; the response is completed (and the
+        # connection closed) once the body has ended, the client has left, or `linger_seconds` have passed.
         headers = [
             (b"content-type", content_type),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
         ]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": body, "more_body": linger})
+        if linger:
+            await self._drop_rest(receive)
+            await send({"type": "http.response.body", "body": b""})
+
+    async def _drop_rest(self, receive: Any) -> None:
+        try:
+            async with asyncio.timeout(self.linger_seconds):
+                dropped = 0
+                while dropped <= self.linger_bytes:
+                    message = await receive()
+                    if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                        return
+                    dropped += len(message.get("body", b""))
+        except TimeoutError:
+            return
 
     def _reason(self) -> str:
         return f"The request body is larger than {self.limit} bytes."
