@@ -30,7 +30,7 @@ install: $(BIN)/.installed
 # Both write their metrics to one multiprocess folder, emptied first, so /metrics of the
 # web (with METRICS_TOKEN set) shows the worker's turns too (docs/metrics.md).
 # One `make run` per var/: a second one (another HOST) would start a second embedded worker on the same
-# broker folder and empty the first one's metrics. The running one holds RUN_LOCK (an flock, inherited by
+# broker file and empty the first one's metrics. The running one holds RUN_LOCK (an flock, inherited by
 # uvicorn: it goes when the server stops, however it stops); a second one stops before touching anything.
 RUN_LOCK ?= $(CURDIR)/var/make-run.lock
 run_lock = $(BIN)/python devtools/run_lock.py "$(RUN_LOCK)" \

@@ -1,7 +1,7 @@
 """Benchmark: live turns over HTTP against the Procfile's processes (issues 8, 10, 18 and 30).
 
     .venv/bin/python bench/live_turns.py                          # PostgreSQL + RabbitMQ: 1, 20 and 100 turns
-    .venv/bin/python bench/live_turns.py --levels 20 --sqlite     # the embedded default: SQLite + filesystem broker
+    .venv/bin/python bench/live_turns.py --levels 20 --sqlite     # the embedded default: SQLite + the embedded broker
     .venv/bin/python bench/live_turns.py --streams 2 --workers 2 --concurrency 50 --rounds 5
 
 Setup: a scratch database (`silvia_bench_live_<pid>` on the PostgreSQL
@@ -12,7 +12,7 @@ between stream events, one tool round per turn so a checkpoint is written);
 POSTs, as a proxy routes them), one of its `web:` line (gunicorn: the plain
 GETs) and `--workers` of its `worker:` line (`--concurrency` threads each),
 on RabbitMQ with a queue of the run's own when it answers (else, and with
-`--sqlite`, the embedded filesystem broker). One user per concurrent turn,
+`--sqlite`, the embedded broker). One user per concurrent turn,
 each turn in a new session.
 
 Figures, each beside its baseline from the same run, levels alternating
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=50, help="threads per worker (CELERY_WORKER_CONCURRENCY)")
     parser.add_argument("--kill-turns", type=int, default=20, help="turns running when a worker is killed (0: skip)")
     parser.add_argument("--database-url", help="a postgres:// server URL (default: DATABASE_URL, else the local one)")
-    parser.add_argument("--sqlite", action="store_true", help="SQLite and the embedded filesystem broker")
+    parser.add_argument("--sqlite", action="store_true", help="SQLite and the embedded broker")
     args = parser.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix="silvia-bench-live-"))
@@ -345,7 +345,7 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
 
     from chat.models import ChatLog, ChatSession, LiveTurn
     from devtools.recorded_model import RecordedModelServer
-    from tests.procfile import Stack, filesystem_env, rabbitmq_available, rabbitmq_env
+    from tests.procfile import Stack, embedded_env, rabbitmq_available, rabbitmq_env
 
     users = get_user_model().objects.bulk_create(
         get_user_model()(username=f"bench{i:03d}") for i in range(max(max(args.levels), args.kill_turns))
@@ -359,7 +359,7 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
     get_path = f"/api/chat/sessions/{other.id}/"
     model = RecordedModelServer([answer_script(args.delay_ms)]).start()
     rabbit = not args.sqlite and rabbitmq_available()
-    broker = rabbitmq_env() if rabbit else filesystem_env(scratch / "broker")
+    broker = rabbitmq_env() if rabbit else embedded_env(scratch / "broker")
     env = {
         "ANTHROPIC_BASE_URL": model.base_url,
         "ANTHROPIC_API_KEY": "bench",
@@ -375,7 +375,7 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         workers = [stack.worker() for _ in range(args.workers)]
         print(
             f"database: {'SQLite' if args.sqlite else 'PostgreSQL'}; broker: "
-            f"{'RabbitMQ' if rabbit else 'embedded filesystem'}; {args.streams} stream + 1 web + {args.workers} "
+            f"{'RabbitMQ' if rabbit else 'embedded'}; {args.streams} stream + 1 web + {args.workers} "
             f"worker processes ({args.concurrency} threads each); pacing {args.delay_ms:g} ms/event; "
             f"{args.rounds} rounds",
             flush=True,

@@ -51,7 +51,11 @@ def check_servers() -> StartupError | None:
         broker_url = settings.CELERY_BROKER_URL  # the settings load here in a worker: a bad URL is one line too
     except ImproperlyConfigured as error:
         sys.exit(f"{type(error).__name__}: {error}")
-    problem = url_problem("CELERY_BROKER_URL", broker_url, schemes, "amqp://host:5672/")
+    problem = (
+        None
+        if settings.CELERY_BROKER_EMBEDDED
+        else url_problem("CELERY_BROKER_URL", broker_url, schemes, "amqp://host:5672/")
+    )
     if problem:
         sys.exit(f"{BrokerUnavailable.__name__}: {problem}")
     try:
@@ -83,6 +87,8 @@ def _broker_answers(sender: Any = None, conf: Any = None, **kwargs: Any) -> None
     # retry the broker for ever and fail each turn on the database (docs/deploying.md#start-up-errors).
     if _database_problem is not None:
         sys.exit(1)  # said when this module loaded
+    if settings.CELERY_BROKER_EMBEDDED:
+        return  # a SQLite file of this machine: nothing to reach (readiness checks its folder)
     try:
         require_broker(str(app.conf.broker_url))
     except StartupError as error:
@@ -103,8 +109,8 @@ def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
         ended = sweep_stuck_turns()
         if ended:
             logger.warning("%d stuck turn(s) ended", ended)
-        if str(app.conf.broker_url).startswith("filesystem://"):
-            # The filesystem transport has no redelivery: the turns a stopped embedded worker
+        if settings.CELERY_BROKER_EMBEDDED:
+            # The embedded transport has no redelivery: the turns a stopped embedded worker
             # held (or had taken from the folder) are sent again, to start or resume.
             requeued = requeue_orphans()
             if requeued:

@@ -32,7 +32,7 @@ def job_engine() -> None:
     """The job engine's broker takes a connection (RabbitMQ), or the embedded broker's folder
     is writable (docs/job-engine.md). A new connection each time: it says what a worker would meet."""
     url = str(settings.CELERY_BROKER_URL)
-    if url.startswith("filesystem://"):
+    if settings.CELERY_BROKER_EMBEDDED:
         if not os.access(settings.CELERY_BROKER_DIR, os.W_OK | os.X_OK):
             raise PermissionError("the embedded broker's folder is not writable")
         return

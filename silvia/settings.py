@@ -317,25 +317,19 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", str(BASE_DIR / "var" / "test_db.sqlite3"))
 
 # The job engine: Celery (docs/job-engine.md). With no broker URL, the embedded default: kombu's
-# filesystem transport under var/broker/, for `make run` (a host part stops kombu's "No hostname" warnings).
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://localhost//"
-# Its scheme is checked against kombu's transports when a web or worker process starts (silvia/celery.py).
-_broker_url_problem = url_problem("CELERY_BROKER_URL", CELERY_BROKER_URL, (), "amqp://user@host:5672/vhost")
-if _broker_url_problem:
-    raise ImproperlyConfigured(_broker_url_problem)
+# SQLAlchemy transport on a SQLite file under var/broker/, for `make run` (silvia/embedded_broker.py).
 CELERY_BROKER_DIR = BASE_DIR / env.str("CELERY_BROKER_DIR", default="var/broker")
-if CELERY_BROKER_URL.startswith("filesystem://"):
+CELERY_BROKER_EMBEDDED = not env.str("CELERY_BROKER_URL", default="")
+if CELERY_BROKER_EMBEDDED:
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
-    # kombu's filesystem transport, writing each message atomically (silvia/embedded_broker.py says why).
+    CELERY_BROKER_URL = f"sqlite:///{CELERY_BROKER_DIR.resolve() / 'broker.sqlite3'}"
     CELERY_BROKER_TRANSPORT = "silvia.embedded_broker:Transport"
-    # One folder both ways: the web process writes a message file, the worker takes it.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(CELERY_BROKER_DIR),
-        "data_folder_out": str(CELERY_BROKER_DIR),
-        "polling_interval": 0.1,
-        # Exchange bindings and the remote-control mailbox (kombu's default: ./control).
-        "control_folder": str(CELERY_BROKER_DIR / "control"),
-    }
+else:
+    CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
+    # Its scheme is checked against kombu's transports when a web or worker process starts (silvia/celery.py).
+    _broker_url_problem = url_problem("CELERY_BROKER_URL", CELERY_BROKER_URL, (), "amqp://user@host:5672/vhost")
+    if _broker_url_problem:
+        raise ImproperlyConfigured(_broker_url_problem)
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="silvia-live-turns")
 # Acknowledged when its turn ends (a dead worker's messages go to another at once); one turn per thread.
 CELERY_TASK_ACKS_LATE = True

@@ -298,8 +298,8 @@ def add_event(name: str, attributes: Mapping[str, Any]) -> None:
 
 
 def messaging_system(broker_url: str) -> str:
-    """`messaging.system` for a Celery broker URL: `rabbitmq` for AMQP, else kombu's transport (`filesystem`,
-    `memory`). Only the scheme is read: the URL itself holds a password."""
+    """`messaging.system` for a Celery broker URL: `rabbitmq` for AMQP, else the URL's scheme (`sqlite` for the
+    embedded broker, `memory`, `redis`). Only the scheme is read: the URL itself holds a password."""
     scheme = broker_url.split("://", 1)[0].lower()
     return "rabbitmq" if scheme in ("amqp", "amqps", "pyamqp") else scheme
 

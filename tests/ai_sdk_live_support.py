@@ -20,7 +20,7 @@ from finance.demo import seed_demo_finance
 from tests.ai_sdk_support import ROOT, need_node
 from tests.factories import UserFactory
 from tests.live_support import database_url
-from tests.procfile import ProcfileProcess, Stack, filesystem_env
+from tests.procfile import ProcfileProcess, Stack, embedded_env
 
 RECORDED = load_scripts(ROOT / "examples" / "recorded")
 
@@ -37,7 +37,7 @@ def stream(recorded_model_server, tmp_path_factory):
         "ANTHROPIC_API_KEY": "test-key",
         "ANTHROPIC_MAX_RETRIES": "0",  # a 529 fails the turn at once
         "LIVE_TURN_POLL_SECONDS": "0.05",
-        **filesystem_env(folder / "broker"),
+        **embedded_env(folder / "broker"),
     }
     stack = Stack(env, folder)
     try:

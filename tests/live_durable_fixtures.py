@@ -7,7 +7,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from tests.live_durable_support import base_env
-from tests.procfile import Stack, filesystem_env
+from tests.procfile import Stack, embedded_env
 
 
 @pytest.fixture
@@ -17,8 +17,8 @@ def token(maya):
 
 @pytest.fixture
 def embedded(recorded_model_server, tmp_path):
-    """Processes on the embedded broker (kombu's filesystem transport), as `make run` starts them."""
+    """Processes on the embedded broker (kombu's SQLAlchemy transport on a SQLite file), as `make run` starts them."""
     recorded_model_server.load([])
-    processes = Stack({**base_env(recorded_model_server), **filesystem_env(tmp_path / "broker")}, tmp_path)
+    processes = Stack({**base_env(recorded_model_server), **embedded_env(tmp_path / "broker")}, tmp_path)
     yield processes
     processes.close()

@@ -5,7 +5,7 @@ through the shell (`sh -c 'exec <line>'`, with `PORT` set and the
 virtualenv's `bin` first on `PATH`), in its own process group, with its
 output in a file; `kill()` is SIGKILL, `terminate()` SIGTERM. Brokers:
 `rabbitmq_env()` gives a run its own RabbitMQ queue (deleted by
-`delete_queue`); `filesystem_env(folder)` the embedded broker in a folder.
+`delete_queue`); `embedded_env(folder)` the embedded broker in a folder.
 """
 
 from __future__ import annotations
@@ -138,8 +138,8 @@ def rabbitmq_env() -> dict[str, str]:
     return {"CELERY_BROKER_URL": RABBITMQ_URL, "CELERY_TASK_DEFAULT_QUEUE": f"silvia-test-{uuid.uuid4().hex[:12]}"}
 
 
-def filesystem_env(folder: Path) -> dict[str, str]:
-    """The embedded broker (kombu's filesystem transport) in `folder`."""
+def embedded_env(folder: Path) -> dict[str, str]:
+    """The embedded broker (kombu's SQLAlchemy transport on a SQLite file) in `folder`."""
     return {"CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(folder)}
 
 

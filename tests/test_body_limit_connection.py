@@ -18,14 +18,14 @@ import uuid
 import pytest
 
 from tests.live_support import database_url
-from tests.procfile import Stack, filesystem_env
+from tests.procfile import Stack, embedded_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
 def stream(tmp_path):
-    stack = Stack({"DATABASE_URL": database_url(), **filesystem_env(tmp_path / "broker")}, tmp_path)
+    stack = Stack({"DATABASE_URL": database_url(), **embedded_env(tmp_path / "broker")}, tmp_path)
     yield stack.stream()
     stack.close()
 

@@ -169,6 +169,7 @@ def test_a_readiness_check_plugs_in_through_settings(settings, caplog):
 
 @pytest.mark.django_db
 def test_readyz_names_the_job_engine_when_its_broker_is_down(settings, caplog):
+    settings.CELERY_BROKER_EMBEDDED = False
     settings.CELERY_BROKER_URL = "amqp://guest:guest@127.0.0.1:1//"  # nothing listens on port 1
     response = Client().get("/readyz")
     assert response.status_code == 503

@@ -1,7 +1,8 @@
 """The embedded broker hands each message over whole, exactly once (issue 28, item 3; silvia/embedded_broker.py).
 
-Real kombu connections on the transport (`silvia.embedded_broker:Transport`,
-as settings configure it), in a folder of the test's own. No Django.
+Real kombu connections on the transport settings configure
+(`silvia.embedded_broker:Transport`, kombu's SQLAlchemy transport on a SQLite
+file), in a folder of the test's own, from processes started at once.
 """
 
 from __future__ import annotations
@@ -10,60 +11,57 @@ import hashlib
 import json
 import multiprocessing
 import os
-import tempfile
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-import pytest
 from kombu import Connection
-
-from silvia import embedded_broker
 
 QUEUE = "silvia-live-turns"
 
 
 def _connection(folder: Path) -> Connection:
-    return Connection(
-        "filesystem://localhost//",
-        transport="silvia.embedded_broker:Transport",
-        transport_options={
-            "data_folder_in": str(folder),
-            "data_folder_out": str(folder),
-            "control_folder": str(folder / "control"),
-            "polling_interval": 0.01,
-        },
+    return Connection(f"sqlite:///{folder / 'broker.sqlite3'}", transport="silvia.embedded_broker:Transport")
+
+
+def test_with_no_broker_url_settings_use_the_embedded_transport_polling_every_tenth_of_a_second(tmp_path):
+    probe = (
+        "import django; django.setup(); from django.conf import settings; from kombu import Connection; "
+        "c = Connection(settings.CELERY_BROKER_URL, transport=settings.CELERY_BROKER_TRANSPORT); "
+        "print(settings.CELERY_BROKER_EMBEDDED, settings.CELERY_BROKER_URL, type(c.transport).__module__, "
+        "c.transport.polling_interval)"
     )
+    env = {**os.environ, "CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(tmp_path / "b"), "DJANGO_DEBUG": "true"}
+    env["DJANGO_SETTINGS_MODULE"] = "silvia.settings"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    # kombu's own default polling interval is 1 s.
+    assert out.split() == ["True", f"sqlite:///{tmp_path / 'b' / 'broker.sqlite3'}", "silvia.embedded_broker", "0.1"]
+    assert (tmp_path / "b").is_dir()
 
 
-def test_a_message_is_not_there_until_it_is_whole(tmp_path, monkeypatch):
-    written, go = threading.Event(), threading.Event()
-    real_replace = os.replace
+STARTERS = 8
 
-    def held_replace(source, destination):
-        written.set()
-        assert go.wait(10)
-        real_replace(source, destination)
 
-    monkeypatch.setattr(embedded_broker.os, "replace", held_replace)
-    payload = {"turn": "x" * 200_000}
-    with _connection(tmp_path) as producer_side, _connection(tmp_path) as consumer_side:
-        putter = threading.Thread(target=lambda: producer_side.SimpleQueue(QUEUE).put(payload))
-        putter.start()
-        assert written.wait(10)
-        # Written whole, under .incoming/, and not yet a message: kombu's own consumer does not see it.
-        (partial,) = (tmp_path / embedded_broker.INCOMING).iterdir()
-        assert partial.name.endswith(f".{QUEUE}.msg") and partial.stat().st_size > 200_000
-        queue = consumer_side.SimpleQueue(QUEUE)
-        with pytest.raises(queue.Empty):
-            queue.get(block=True, timeout=0.3)
-        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".msg")] == []
-        go.set()
-        putter.join(10)
-        message = queue.get(block=True, timeout=5)
-        assert message.payload == payload
-        message.ack()
-    assert list((tmp_path / embedded_broker.INCOMING).iterdir()) == []
+def _start_and_put(folder: str, barrier, starter: int) -> None:
+    barrier.wait(30)  # every process opens the fresh file at the same moment
+    with _connection(Path(folder)) as connection:
+        connection.SimpleQueue(QUEUE).put({"starter": starter})
+
+
+def test_processes_opening_a_fresh_broker_file_at_once_all_succeed(tmp_path):
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(STARTERS)
+    starters = [spawn.Process(target=_start_and_put, args=(str(tmp_path), barrier, i)) for i in range(STARTERS)]
+    for process in starters:
+        process.start()
+    for process in starters:
+        process.join(60)
+    assert [process.exitcode for process in starters] == [0] * STARTERS
+    with _connection(tmp_path) as connection:
+        queue = connection.SimpleQueue(QUEUE)
+        got = sorted(queue.get(timeout=5).payload["starter"] for _ in range(STARTERS))
+    assert got == list(range(STARTERS))
 
 
 PRODUCERS, PER_PRODUCER, CONSUMERS = 4, 60, 2
@@ -82,10 +80,7 @@ def _produce(folder: str, producer: int) -> None:
             queue.put({"producer": producer, "n": n, "body": body, "sha": hashlib.sha256(body.encode()).hexdigest()})
 
 
-def _consume(folder: str, scratch: str, done: str, results: str) -> None:
-    # kombu moves a taken file to the temp folder: keep it on the broker's file system, where the move is a
-    # rename (across file systems it is a copy, which two consumers could both make; docs/job-engine.md).
-    tempfile.tempdir = scratch
+def _consume(folder: str, done: str, results: str) -> None:
     got = []
     with _connection(Path(folder)) as connection:
         queue = connection.SimpleQueue(QUEUE)
@@ -104,13 +99,12 @@ def _consume(folder: str, scratch: str, done: str, results: str) -> None:
 
 
 def test_many_messages_put_and_taken_at_once_arrive_each_once_and_whole(tmp_path):
-    folder, scratch = tmp_path / "broker", tmp_path / "taken"
+    folder = tmp_path / "broker"
     folder.mkdir()
-    scratch.mkdir()
     done = tmp_path / "producers-done"
     spawn = multiprocessing.get_context("spawn")
     consumers = [
-        spawn.Process(target=_consume, args=(str(folder), str(scratch), str(done), str(tmp_path / f"got-{i}.json")))
+        spawn.Process(target=_consume, args=(str(folder), str(done), str(tmp_path / f"got-{i}.json")))
         for i in range(CONSUMERS)
     ]
     producers = [spawn.Process(target=_produce, args=(str(folder), p)) for p in range(PRODUCERS)]
@@ -129,5 +123,5 @@ def test_many_messages_put_and_taken_at_once_arrive_each_once_and_whole(tmp_path
     assert sorted((p, n) for p, n, _ in got) == [(p, n) for p in range(PRODUCERS) for n in range(PER_PRODUCER)]
     assert all(whole for *_, whole in got)
     assert all(json.loads((tmp_path / f"got-{i}.json").read_text()) for i in range(CONSUMERS))  # both took some
-    assert [p.name for p in folder.iterdir() if p.name != "control"] == [embedded_broker.INCOMING]
-    assert list((folder / embedded_broker.INCOMING).iterdir()) == []
+    with _connection(folder) as connection:
+        assert connection.SimpleQueue(QUEUE).qsize() == 0

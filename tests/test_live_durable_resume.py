@@ -114,7 +114,7 @@ def test_sigkill_after_a_tool_round_another_worker_finishes_the_turns(stack, tok
 
 
 def test_embedded_worker_restarted_resumes_what_the_dead_one_ran(embedded, token, recorded_model_server):
-    """The filesystem transport has no redelivery: a new embedded worker queues its dead predecessor's turns again."""
+    """The embedded transport has no redelivery: a new embedded worker queues its dead predecessor's turns again."""
     recorded_model_server.load([durable_script(delay_ms=150)])
     web, doomed = embedded.stream(), embedded.worker()
     (turn_id,) = crash_after_tool_rounds(web, doomed, token, rounds=1)

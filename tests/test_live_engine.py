@@ -27,7 +27,7 @@ from chat.models import ChatLog, LiveTurn, LiveTurnStatus
 from tests.factories import UserFactory
 from tests.live_durable_support import needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, cite, database_url, parse_sse, script, step, text, tool_use
-from tests.procfile import Stack, filesystem_env, rabbitmq_env
+from tests.procfile import Stack, embedded_env, rabbitmq_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,11 +62,11 @@ def env_for(recorded_model_server, broker: dict[str, str], **extra: str) -> dict
 
 
 def broker_for_this_database(tmp_path) -> dict[str, str]:
-    """RabbitMQ on PostgreSQL (production's pair), the embedded filesystem broker on SQLite (`make run`'s)."""
+    """RabbitMQ on PostgreSQL (production's pair), the embedded broker on SQLite (`make run`'s)."""
     if connection.vendor == "postgresql":
         needs_rabbitmq()
         return rabbitmq_env()
-    return filesystem_env(tmp_path / "broker")
+    return embedded_env(tmp_path / "broker")
 
 
 def post(base_url: str, token: str, body: Any, session_id: uuid.UUID | None = None):
@@ -260,7 +260,7 @@ def test_sigterm_during_a_turn_the_worker_finishes_it_then_exits(recorded_model_
 
 def test_no_model_configured_is_503_and_each_process_warns_once(tmp_path):
     stack = Stack(
-        {"DATABASE_URL": database_url(), "ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": "", **filesystem_env(tmp_path)},
+        {"DATABASE_URL": database_url(), "ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": "", **embedded_env(tmp_path)},
         tmp_path,
     )
     try:

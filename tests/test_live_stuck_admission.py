@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 
 from chat.models import LiveTurnStatus
-from tests.procfile import Stack, filesystem_env
+from tests.procfile import Stack, embedded_env
 from tests.stuck_support import STUCK, Turn, backdate, consecutive, env_for, post, slow_answer, token_for, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_stuck_turns_end_at_their_users_next_admission_no_409_no_429(recorded_model_server, tmp_path):
     recorded_model_server.load([slow_answer()])
     stack = Stack(
-        env_for(recorded_model_server, filesystem_env(tmp_path / "broker"), LIVE_TURN_MAX_PER_USER="2"), tmp_path
+        env_for(recorded_model_server, embedded_env(tmp_path / "broker"), LIVE_TURN_MAX_PER_USER="2"), tmp_path
     )
     try:
         web, doomed = stack.stream(), stack.worker()
@@ -78,9 +78,7 @@ def test_stuck_turns_end_at_their_users_next_admission_no_409_no_429(recorded_mo
 
 
 def test_turns_stuck_in_the_queue_do_not_fill_it_for_everyone(recorded_model_server, tmp_path):
-    stack = Stack(
-        env_for(recorded_model_server, filesystem_env(tmp_path / "broker"), LIVE_TURN_MAX_QUEUED="2"), tmp_path
-    )
+    stack = Stack(env_for(recorded_model_server, embedded_env(tmp_path / "broker"), LIVE_TURN_MAX_QUEUED="2"), tmp_path)
     try:
         web = stack.stream()  # no worker: bo's turns wait, their messages in the broker's folder
         maya, bo = token_for("maya"), token_for("bo")

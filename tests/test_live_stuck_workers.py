@@ -9,8 +9,8 @@ HTTP client reading SSE:
   `turn_acquire` waits on a lock the test holds (SQLite's write lock; on
   PostgreSQL the turn's row), and it is SIGKILLed there; RabbitMQ gives the
   task to the next worker, which runs the turn from its start. On the
-  embedded broker (no redelivery): the message is taken out of the broker's
-  folder as kombu's transport takes it when a worker receives it, and that
+  embedded broker (no redelivery): the message's row is marked taken in the
+  broker's SQLite file as kombu's transport marks it when a worker receives it, and that
   worker is gone; the next worker's start queues the turn again with a new
   task id and runs it, and the old message, put back, does nothing;
 - **a worker's start** ends the turns stuck past their bounds (`queued`
@@ -23,8 +23,8 @@ HTTP client reading SSE:
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import sqlite3
 import uuid
 from pathlib import Path
@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db import connection
 
 from chat.models import ChatLog, LiveTurnStatus
-from tests.procfile import Stack, filesystem_env, rabbitmq_env
+from tests.procfile import Stack, embedded_env, rabbitmq_env
 from tests.stuck_support import (
     STUCK,
     Turn,
@@ -122,9 +122,22 @@ def test_rabbitmq_a_worker_killed_after_it_received_the_task_another_worker_runs
         stack.close()
 
 
-def queue_messages(folder: Path) -> list[Path]:
-    """The live turns' messages waiting in the embedded broker's folder."""
-    return sorted(folder.glob(f"*.{settings.CELERY_TASK_DEFAULT_QUEUE}.msg"))
+def queue_messages(folder: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The live turns' messages waiting in the embedded broker's SQLite file in `folder`: (row id, message),
+    read from kombu's SQLAlchemy transport's tables (a taken message is a row with `visible` false)."""
+    with contextlib.closing(sqlite3.connect(folder / "broker.sqlite3")) as broker:
+        rows = broker.execute(
+            "SELECT m.id, m.payload FROM kombu_message m JOIN kombu_queue q ON q.id = m.queue_id"
+            " WHERE q.name = ? AND m.visible ORDER BY m.id",
+            (settings.CELERY_TASK_DEFAULT_QUEUE,),
+        ).fetchall()
+    return [(row_id, json.loads(payload)) for row_id, payload in rows]
+
+
+def set_visible(folder: Path, row_id: int, visible: bool) -> None:
+    """Mark the message `row_id` taken (False: what kombu's get does) or waiting again (True)."""
+    with contextlib.closing(sqlite3.connect(folder / "broker.sqlite3", timeout=20)) as broker, broker:
+        broker.execute("UPDATE kombu_message SET visible = ? WHERE id = ?", (visible, row_id))
 
 
 def test_embedded_broker_the_worker_that_took_the_message_died_the_next_one_runs_the_turn_the_old_message_does_nothing(
@@ -132,17 +145,16 @@ def test_embedded_broker_the_worker_that_took_the_message_died_the_next_one_runs
 ):
     recorded_model_server.load([slow_answer()])
     broker = tmp_path / "broker"
-    stack = Stack(env_for(recorded_model_server, filesystem_env(broker)), tmp_path)
+    stack = Stack(env_for(recorded_model_server, embedded_env(broker)), tmp_path)
     try:
         web = stack.stream()
         turn = Turn(web, token_for("maya"))
         old_task = turn.row().task_id
-        (message,) = queue_messages(broker)
-        assert json.loads(message.read_text())["headers"]["id"] == str(old_task)
-        # A worker takes a message by moving it out of the folder (kombu's filesystem transport); that
-        # worker died before its turn_acquire: the message is gone with it, the turn still queued.
-        taken = tmp_path / message.name
-        os.replace(message, taken)
+        ((message, body),) = queue_messages(broker)
+        assert body["headers"]["id"] == str(old_task)
+        # A worker takes a message by marking its row taken (kombu's SQLAlchemy transport); that worker
+        # died before its turn_acquire: the message is gone with it, the turn still queued.
+        set_visible(broker, message, False)
         assert (turn.row().status, turn.row().started_at) == (LiveTurnStatus.QUEUED, None)
 
         worker = stack.worker()  # at its start: the queued turn is sent again, with a new task id
@@ -150,7 +162,7 @@ def test_embedded_broker_the_worker_that_took_the_message_died_the_next_one_runs
         new_task = turn.row().task_id
         assert new_task != old_task
         assert "embedded worker: 1 turn(s) a stopped worker held queued again" in worker.output()
-        os.replace(taken, message)  # the old message back, while the turn runs
+        set_visible(broker, message, True)  # the old message back, while the turn runs
         wait_for(lambda: STALE in worker.output(), "the old message to be taken")
 
         events = turn.rest()
@@ -168,7 +180,7 @@ def test_embedded_broker_the_worker_that_took_the_message_died_the_next_one_runs
 
 def test_a_workers_start_ends_the_stuck_turns_and_runs_the_others(recorded_model_server, tmp_path):
     recorded_model_server.load([slow_answer()])
-    stack = Stack(env_for(recorded_model_server, filesystem_env(tmp_path / "broker")), tmp_path)
+    stack = Stack(env_for(recorded_model_server, embedded_env(tmp_path / "broker")), tmp_path)
     try:
         web, doomed = stack.stream(), stack.worker()
         maya, bo = token_for("maya"), token_for("bo")

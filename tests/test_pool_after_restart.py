@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 
 from tests.live_support import database_url
 from tests.pg_admin import admin_connection
-from tests.procfile import Stack, filesystem_env
+from tests.procfile import Stack, embedded_env
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -53,7 +53,7 @@ def _terminate_the_servers_connections() -> int:
 
 def test_requests_after_every_pooled_connection_was_closed_are_answered_at_once(maya, tmp_path):
     token = Token.objects.create(user=maya).key
-    stack = Stack({"DATABASE_URL": database_url(), **filesystem_env(tmp_path / "broker"), **POOL}, tmp_path)
+    stack = Stack({"DATABASE_URL": database_url(), **embedded_env(tmp_path / "broker"), **POOL}, tmp_path)
     try:
         servers = [stack.web(WEB_CONCURRENCY="1"), stack.stream()]
         with ThreadPoolExecutor(8) as pool:  # each pool at its 6 connections, all idle afterwards

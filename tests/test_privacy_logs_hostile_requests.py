@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.live_support import database_url
-from tests.procfile import Stack, filesystem_env
+from tests.procfile import Stack, embedded_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,7 +41,7 @@ def _send(port: int, request: str) -> bytes:
 
 def test_malformed_requests_leave_no_account_id_in_any_log(tmp_path):
     stack = Stack(
-        {"DATABASE_URL": database_url(), "DJANGO_LOG_LEVEL": "DEBUG", **filesystem_env(tmp_path / "broker")}, tmp_path
+        {"DATABASE_URL": database_url(), "DJANGO_LOG_LEVEL": "DEBUG", **embedded_env(tmp_path / "broker")}, tmp_path
     )
     try:
         servers = [stack.web(), stack.stream()]

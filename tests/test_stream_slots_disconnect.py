@@ -20,7 +20,7 @@ from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import turn_event
 from live.log import encode
 from tests.live_support import database_url
-from tests.procfile import Stack, filesystem_env
+from tests.procfile import Stack, embedded_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +62,7 @@ def _status(sock: socket.socket) -> int:
 
 @pytest.fixture
 def stream(tmp_path):
-    stack = Stack({"DATABASE_URL": database_url(), **filesystem_env(tmp_path / "broker")}, tmp_path)
+    stack = Stack({"DATABASE_URL": database_url(), **embedded_env(tmp_path / "broker")}, tmp_path)
     yield stack.stream(LIVE_SSE_MAX_STREAMS_PER_USER=str(CAP))
     stack.close()
 

@@ -217,7 +217,7 @@ def test_a_sampler_the_sdk_cannot_read_is_its_warning_and_the_default(receiver, 
 def test_the_procfiles_web_and_worker_export_one_trace_per_turn(recorded_model_server, receiver, tmp_path):
     """The Procfile's web and worker, each exporting to the receiver: the web's admission and the worker's run
     of the same turn are one trace, joined by the W3C trace context the task carried through the broker
-    (RabbitMQ on PostgreSQL, the embedded filesystem broker on SQLite)."""
+    (RabbitMQ on PostgreSQL, the embedded broker on SQLite)."""
     from tests.live_support import cite
     from tests.procfile import Stack
     from tests.test_live_engine import CHASE, broker_for_this_database, env_for, post, token_for
@@ -264,9 +264,7 @@ def test_the_procfiles_web_and_worker_export_one_trace_per_turn(recorded_model_s
     web_requests = {index for index, _, span in received if span.name in web_spans}
     assert web_requests.isdisjoint(index for index, _, span in received if span.name not in web_spans)
     assert {resource["service.name"] for _, resource, _ in received} == {"silvia"}
-    assert _attributes(process)["messaging.system"] == (
-        "rabbitmq" if connection.vendor == "postgresql" else "filesystem"
-    )
+    assert _attributes(process)["messaging.system"] == ("rabbitmq" if connection.vendor == "postgresql" else "sqlite")
     assert _attributes(process)["silvia.turn.id"] == events[0][2]["turn_id"]
     chats = sorted((s for _, _, s in received if s.name.startswith("chat ")), key=lambda s: s.start_time_unix_nano)
     assert [_attributes(chat)["gen_ai.response.finish_reasons"] for chat in chats] == [("tool_use",), ("end_turn",)]

@@ -133,7 +133,7 @@ def test_off_every_helper_is_a_no_op(monkeypatch):
     [
         ("amqp://guest:s3cret@127.0.0.1:5672//", "rabbitmq"),
         ("pyamqp://user:pw@host//", "rabbitmq"),
-        ("filesystem://localhost//", "filesystem"),
+        ("sqlite:////srv/silvia/var/broker/broker.sqlite3", "sqlite"),
         ("memory://", "memory"),
     ],
 )
