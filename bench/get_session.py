@@ -8,10 +8,10 @@ when it is a postgres:// URL, else postgres://postgres@127.0.0.1:5432/postgres;
 dropped at the end) holds one session per size, each turn with 10
 `citations` and 10 `inline_citations` of mixed kinds (every target kind,
 untyped ones, an unknown kind, a malformed target, non-ASCII text), loaded
-with COPY. Two uvicorn processes (one worker each, access log off) serve it:
+with COPY. Two processes (one worker each, access log off) serve it:
 
 - product: the Procfile's `web:` process (gunicorn on `silvia.wsgi`, one worker process), DEBUG off;
-- floor: `bench/_floor_app.py`, the least work any implementation does:
+- floor: `bench/_floor_app.py` on uvicorn, the least work any implementation does:
   raw psycopg (one kept connection), the token lookup, the session row, the
   messages with the JSON columns read as text and spliced into the body with
   `orjson.Fragment` (no decoding), one `orjson.dumps`.
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                     warmup=1,
                 )
                 print(
-                    f"get_session bench, PostgreSQL over HTTP (uvicorn, 1 worker): {size} messages, "
+                    f"get_session bench, PostgreSQL over HTTP (1 worker each): {size} messages, "
                     f"body {len(mine) / 1e6:.1f} MB, {runs} rounds"
                 )
                 print(t["product"].line("product (gunicorn, silvia.wsgi, token auth)"))

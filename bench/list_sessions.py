@@ -1,12 +1,12 @@
-"""Benchmark: `GET /api/chat/sessions/` over real HTTP (uvicorn) against a cheap-SQL floor (docs/api.md).
+"""Benchmark: `GET /api/chat/sessions/` over real HTTP (the Procfile's `web:`) against a cheap-SQL floor (docs/api.md).
 
     .venv/bin/python bench/list_sessions.py [--sessions 10000] [--pages 1 150] [--runs 20] [--database-url URL]
 
 A scratch PostgreSQL database holds the caller's `--sessions` sessions (1 to
 5 turns each) and as many again of other users (so the table is twice the
-caller's share), plus a user with no session. Two uvicorn processes serve
-it: the product (`silvia.asgi:application`) and the floor
-(`bench/_floor_app.py`: token lookup, `count(*)` and one page from
+caller's share), plus a user with no session. Two processes serve it: the
+product (the Procfile's `web:` line, gunicorn on `silvia.wsgi`) and the floor
+(`bench/_floor_app.py` on uvicorn: token lookup, `count(*)` and one page from
 `chat_sessions` alone with a per-row `message_count` subquery, orjson). One
 client GETs each over a kept-alive connection, taking turns.
 
