@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     if reason is None:
         results += [
             _run_here(
-                "get_session: GET /api/chat/sessions/<id> over HTTP (the Procfile's web: gunicorn) vs the same-work floor",
+                "get_session: GET /api/chat/sessions/<id> over HTTP (gunicorn, web:) vs the same-work floor",
                 [
                     "bench/get_session.py",
                     "--messages",
