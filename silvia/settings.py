@@ -321,9 +321,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 CELERY_BROKER_DIR = BASE_DIR / env.str("CELERY_BROKER_DIR", default="var/broker")
 CELERY_BROKER_EMBEDDED = not env.str("CELERY_BROKER_URL", default="")
 if CELERY_BROKER_EMBEDDED:
+    if "?" in str(CELERY_BROKER_DIR.resolve()):  # SQLAlchemy would read the rest of the URL as its query
+        raise ImproperlyConfigured(f"CELERY_BROKER_DIR {str(CELERY_BROKER_DIR)!r}: a path with '?' cannot be used")
     CELERY_BROKER_DIR.mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = f"sqlite:///{CELERY_BROKER_DIR.resolve() / 'broker.sqlite3'}"
     CELERY_BROKER_TRANSPORT = "silvia.embedded_broker:Transport"
+    # Passed to SQLAlchemy's create_engine: a writer waits up to 30 s for SQLite's lock (its default is 5 s, and a
+    # worker whose poll timed out would count its connection lost and take back the turns it runs).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"connect_args": {"timeout": 30}}
 else:
     CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
     # Its scheme is checked against kombu's transports when a web or worker process starts (silvia/celery.py).

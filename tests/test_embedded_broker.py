@@ -7,12 +7,17 @@ file), in a folder of the test's own, from processes started at once.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import multiprocessing
 import os
+import sqlite3
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -20,24 +25,91 @@ from kombu import Connection
 
 QUEUE = "silvia-live-turns"
 
+_PROBE = (
+    "import django, json; django.setup(); from django.conf import settings; from kombu import Connection; "
+    "c = Connection(settings.CELERY_BROKER_URL, transport=settings.CELERY_BROKER_TRANSPORT); "
+    "print(json.dumps([settings.CELERY_BROKER_EMBEDDED, settings.CELERY_BROKER_URL, type(c.transport).__module__, "
+    "c.transport.polling_interval, settings.CELERY_BROKER_TRANSPORT_OPTIONS]))"
+)
 
-def _connection(folder: Path) -> Connection:
-    return Connection(f"sqlite:///{folder / 'broker.sqlite3'}", transport="silvia.embedded_broker:Transport")
+
+def _settings_with_no_broker_url(broker_dir: Path) -> subprocess.CompletedProcess[str]:
+    """What the settings make of `CELERY_BROKER_DIR=broker_dir` and no `CELERY_BROKER_URL`, in a process of its own."""
+    env = {**os.environ, "CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(broker_dir), "DJANGO_DEBUG": "true"}
+    env["DJANGO_SETTINGS_MODULE"] = "silvia.settings"
+    return subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True)
+
+
+def _transport_options() -> dict:
+    """The transport options settings give the embedded broker."""
+    with tempfile.TemporaryDirectory() as folder:
+        return json.loads(_settings_with_no_broker_url(Path(folder)).stdout)[-1]
+
+
+def _connection(folder: Path, **transport_options: object) -> Connection:
+    return Connection(
+        f"sqlite:///{folder / 'broker.sqlite3'}",
+        transport="silvia.embedded_broker:Transport",
+        transport_options=transport_options,
+    )
 
 
 def test_with_no_broker_url_settings_use_the_embedded_transport_polling_every_tenth_of_a_second(tmp_path):
-    probe = (
-        "import django; django.setup(); from django.conf import settings; from kombu import Connection; "
-        "c = Connection(settings.CELERY_BROKER_URL, transport=settings.CELERY_BROKER_TRANSPORT); "
-        "print(settings.CELERY_BROKER_EMBEDDED, settings.CELERY_BROKER_URL, type(c.transport).__module__, "
-        "c.transport.polling_interval)"
-    )
-    env = {**os.environ, "CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(tmp_path / "b"), "DJANGO_DEBUG": "true"}
-    env["DJANGO_SETTINGS_MODULE"] = "silvia.settings"
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
-    # kombu's own default polling interval is 1 s.
-    assert out.split() == ["True", f"sqlite:///{tmp_path / 'b' / 'broker.sqlite3'}", "silvia.embedded_broker", "0.1"]
+    probe = _settings_with_no_broker_url(tmp_path / "b")
+    assert probe.returncode == 0, probe.stderr
+    # kombu's own default polling interval is 1 s; SQLite's busy timeout 5 s.
+    assert json.loads(probe.stdout) == [
+        True,
+        f"sqlite:///{tmp_path / 'b' / 'broker.sqlite3'}",
+        "silvia.embedded_broker",
+        0.1,
+        {"connect_args": {"timeout": 30}},
+    ]
     assert (tmp_path / "b").is_dir()
+
+
+def test_a_broker_folder_whose_path_holds_a_question_mark_is_refused_by_name(tmp_path):
+    # SQLAlchemy would read what follows `?` as the URL's query and open another file.
+    probe = _settings_with_no_broker_url(tmp_path / "q?x=1" / "b")
+    assert probe.returncode != 0
+    assert f"CELERY_BROKER_DIR '{tmp_path / 'q?x=1' / 'b'}': a path with '?' cannot be used" in probe.stderr
+    assert not (tmp_path / "q?x=1").exists()
+
+
+def _broker_file_descriptors() -> int:
+    """This process's open descriptors of broker.sqlite3 (one per SQLite connection to it)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # the listing's own descriptor, closed since
+            count += os.readlink(f"/proc/self/fd/{fd}").endswith("broker.sqlite3")
+    return count
+
+
+def test_connections_opened_and_closed_hold_no_database_connection_after_them(tmp_path):
+    gc.disable()  # what a cycle collection would close must not be what keeps this bounded
+    try:
+        for _ in range(20):
+            with _connection(tmp_path) as connection:
+                connection.connect()
+        # One: the pool keeps the connection the first one gave back (a leak held one a connection).
+        assert _broker_file_descriptors() <= 1
+    finally:
+        gc.enable()
+
+
+def test_a_put_waits_for_a_write_lock_held_longer_than_sqlites_default_5_s(tmp_path):
+    with _connection(tmp_path, **_transport_options()) as connection:
+        queue = connection.SimpleQueue(QUEUE)  # the file and its tables exist
+        holder = sqlite3.connect(tmp_path / "broker.sqlite3", isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN EXCLUSIVE")
+        released = threading.Timer(6, holder.execute, args=("COMMIT",))
+        released.start()
+        try:
+            queue.put({"n": 1})  # waits for the lock, then writes
+        finally:
+            released.join()
+            holder.close()
+        assert queue.get(timeout=5).payload == {"n": 1}
 
 
 STARTERS = 8
