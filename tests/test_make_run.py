@@ -118,12 +118,17 @@ def test_a_second_run_on_the_same_folder_stops_before_touching_it(tmp_path):
 def test_the_lock_lasts_as_long_as_the_command_it_became(tmp_path):
     lock = str(tmp_path / "make-run.lock")
     helper = [sys.executable, "devtools/run_lock.py", lock, "held"]
-    server = subprocess.Popen([*helper, "/bin/sleep", "30"], cwd=ROOT)
+    started = tmp_path / "started"
+    # The command runs only once the lock is taken; it says so in a file. (Probing with a second helper while the
+    # first starts would race it for the lock.)
+    server = subprocess.Popen([*helper, "/bin/sh", "-c", f"touch '{started}'; exec /bin/sleep 30"], cwd=ROOT)
     try:
         deadline = time.monotonic() + 60  # a wait for its start, not a timing: CI machines are loaded
-        while (second := subprocess.run(helper, cwd=ROOT, capture_output=True, text=True)).returncode == 0:
-            assert time.monotonic() < deadline, "the command never took the lock"
+        while not started.exists():
+            assert server.poll() is None, "the command did not take the lock"
+            assert time.monotonic() < deadline, "the command never started"
             time.sleep(0.05)
+        second = subprocess.run(helper, cwd=ROOT, capture_output=True, text=True)
         assert (second.returncode, second.stderr) == (1, "held\n")
     finally:
         server.kill()
