@@ -343,8 +343,9 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from chat.models import ChatLog, ChatSession, LiveTurn
+    from chat.models import ChatLog, ChatSession
     from devtools.recorded_model import RecordedModelServer
+    from live.models import LiveTurn
     from tests.procfile import Stack, embedded_env, rabbitmq_available, rabbitmq_env
 
     users = get_user_model().objects.bulk_create(
@@ -481,7 +482,7 @@ def _held(streams: list[Stream]) -> tuple[int, int]:
 
 def _kill_to_resumed(args, servers, workers, tokens, model) -> int:
     """A worker SIGKILLed mid-turn: RabbitMQ gives its turns to the other worker; their clients read on."""
-    from chat.models import LiveTurn, LiveTurnStatus
+    from live.models import LiveTurn, LiveTurnStatus
 
     model.load([answer_script(max(args.delay_ms, 100.0))])  # turns long enough to be caught running
     requests_before = len(model.requests)

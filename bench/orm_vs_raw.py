@@ -184,8 +184,8 @@ def _event_batch(user: Any, rounds: int) -> None:
 
     from django.db import connection, transaction
 
-    from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
     from live import db
+    from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
     from live.wakeups import NOTIFY_CHANNEL, notify_payload
 
     token = uuid.uuid4()

@@ -26,13 +26,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog
 from citations.assembler import TurnAssembler, replay
 from citations.live_events import StreamEvent, rewind_event
 from citations.registry import CHECKPOINT_KEY, TurnRegistry
 from citations.turn import TurnRecordError, parse_turn_record
 from live.db import sqlite_write_lock
 from live.log import LostTurnError
+from live.models import LiveTurn
 from telemetry import tracing
 
 __all__ = ["TurnState", "initial_checkpoint", "load_state", "resume_rewind", "save_checkpoint"]

@@ -24,7 +24,7 @@ class LiveTurnsCollector(Collector):
         from django.db.models import Count
         from django.db.models.fields.json import KT
 
-        from chat.models import LiveTurn, LiveTurnStatus
+        from live.models import LiveTurn, LiveTurnStatus
 
         by_state = dict(LiveTurn.objects.order_by().values_list("status").annotate(n=Count("pk")))
         states = GaugeMetricFamily("silvia_live_turns", "Live turns stored, by state.", labels=["state"])

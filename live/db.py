@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import Field, Model
 from django.utils import timezone
 
-from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.wakeups import NOTIFY_CHANNEL, notify_payload
 
 __all__ = ["append_batch", "listens", "notify_turn", "sqlite_write_lock"]

@@ -28,10 +28,10 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import error_event
 from live.db import notify_turn, sqlite_write_lock
 from live.log import encode, turn_fail
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 __all__ = ["end_stuck", "fail_unstarted", "requeue_orphans", "sweep_stuck_turns", "turn_acquire", "turns_stuck"]
 

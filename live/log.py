@@ -19,10 +19,10 @@ import orjson
 from django.db import connection
 from django.utils import timezone
 
-from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import StreamEvent, error_event
 from citations.text import storable_json
 from live.db import append_batch, notify_turn, sqlite_write_lock
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 __all__ = [
     "LostTurnError",

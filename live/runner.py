@@ -32,7 +32,6 @@ from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
-from chat.models import LiveTurn, LiveTurnStatus
 from chat.services import save_assembled_turn
 from citations.live_events import (
     EventName,
@@ -52,6 +51,7 @@ from live.errors import TurnFailure, failure_from_exception, where_raised
 from live.log import LostTurnError, append_events, encode, turn_fail
 from live.model_client import model_client, model_request_timed
 from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
+from live.models import LiveTurn, LiveTurnStatus
 from live.prompts import system_prompt
 from live.tool_calls import tool_result
 from live.writer import EventWriter

@@ -31,12 +31,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from chat.models import ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatSession
 from citations.live_events import turn_event
 from live.configured import NOT_CONFIGURED, model_configured
 from live.db import sqlite_write_lock
 from live.engine import end_stuck, fail_unstarted, turns_stuck
 from live.log import encode
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from telemetry import tracing
 
 __all__ = [

@@ -35,11 +35,11 @@ import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from chat.models import ACTIVE_STATUSES, LiveTurn
 from citations.ai_sdk import DONE_FRAME, PROTOCOL, UIMessageStream, format_chunk
 from citations.live_events import FINAL_EVENTS, LOG_ONLY_EVENTS, EventName
 from live import db
 from live.log import events_after, release_connection
+from live.models import ACTIVE_STATUSES, LiveTurn
 from live.slots import STREAM_SLOTS, StreamSlots
 from live.sse import KEEPALIVE, format_retry, format_sse
 from live.wakeups import Feed, turn_feeds

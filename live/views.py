@@ -19,11 +19,12 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from chat.api.schema import EVENT_ID, EVENT_STREAM
-from chat.models import ACTIVE_STATUSES, LiveTurn, PromptVersion
+from chat.models import PromptVersion
 from citations.ai_sdk import HEADERS as AI_SDK_HEADERS
 from citations.ai_sdk import PROTOCOL as AI_SDK
 from citations.uuids import parse_uuid
 from live.log import release_connection
+from live.models import ACTIVE_STATUSES, LiveTurn
 from live.service import (
     AdmissionBusyError,
     ModelNotConfiguredError,

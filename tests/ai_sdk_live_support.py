@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from rest_framework.authtoken.models import Token
 
-from chat.models import LiveTurnEvent
 from citations.ai_sdk import HEADERS
 from devtools.recorded_model import load_scripts
 from finance.demo import seed_demo_finance
+from live.models import LiveTurnEvent
 from tests.ai_sdk_support import ROOT, need_node
 from tests.factories import UserFactory
 from tests.live_support import database_url

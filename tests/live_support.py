@@ -128,7 +128,7 @@ def parse_frames(data: bytes) -> list[tuple[int, str, Any]]:
 
 def wait_for_turns(timeout: float = 60.0) -> bool:
     """Wait until no live turn is queued or running (the workers finished them). True when none is left."""
-    from chat.models import LiveTurn
+    from live.models import LiveTurn
 
     deadline = time.monotonic() + timeout
     while LiveTurn.objects.active().exists():

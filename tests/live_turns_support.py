@@ -10,8 +10,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog
 from chat.services import record_turn
+from live.models import LiveTurn
 from tests.live_support import parse_sse, record_of, script
 
 CARDS = "silvia://your-account/credit-card"

@@ -27,7 +27,7 @@ from django.db import connection
 from django.db.models import F
 from rest_framework.authtoken.models import Token
 
-from chat.models import LiveTurn
+from live.models import LiveTurn
 from tests.factories import UserFactory
 from tests.live_support import SSEClient, database_url, parse_sse, script, step, text
 from tests.procfile import rabbitmq_available

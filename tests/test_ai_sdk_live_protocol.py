@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
-from chat.models import LiveTurn
 from citations.ai_sdk import PROTOCOL
+from live.models import LiveTurn
 from tests import ai_sdk_live_support
 from tests.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
 from tests.ai_sdk_support import ROOT, need_node

@@ -27,8 +27,9 @@ from typing import Any
 
 import pytest
 
-from chat.models import ChatLog, LiveTurn, LiveTurnStatus
+from chat.models import ChatLog
 from live.errors import MESSAGES
+from live.models import LiveTurn, LiveTurnStatus
 from tests import ai_sdk_live_support
 from tests.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
 from tests.ai_sdk_support import read_ui_message

@@ -7,7 +7,7 @@ import uuid
 import pytest
 from django.contrib.auth import get_user_model
 
-from chat.models import LiveTurn, LiveTurnStatus
+from live.models import LiveTurn, LiveTurnStatus
 
 
 @pytest.fixture
@@ -33,14 +33,14 @@ def test_lists_and_filters_turns(staff_client, maya):
     failed, resumed = make(LiveTurnStatus.FAILED, 0, "b"), make(LiveTurnStatus.DONE, 2, "c")
     cut = make(LiveTurnStatus.DONE, 0, "d")
     LiveTurn.objects.filter(pk=cut.pk).update(stop_reason="max_tokens")
-    page = staff_client.get("/admin/chat/liveturn/").content.decode()
+    page = staff_client.get("/admin/live/liveturn/").content.decode()
     assert all(str(t.id) in page for t in (running, failed, resumed))
-    page = staff_client.get("/admin/chat/liveturn/?status__exact=failed").content.decode()
+    page = staff_client.get("/admin/live/liveturn/?status__exact=failed").content.decode()
     assert str(failed.id) in page and str(running.id) not in page and "overloaded_error" in page
-    page = staff_client.get("/admin/chat/liveturn/?stop_reason=max_tokens").content.decode()
+    page = staff_client.get("/admin/live/liveturn/?stop_reason=max_tokens").content.decode()
     assert str(cut.id) in page and str(resumed.id) not in page
-    page = staff_client.get("/admin/chat/liveturn/?resumed=yes").content.decode()
+    page = staff_client.get("/admin/live/liveturn/?resumed=yes").content.decode()
     assert str(resumed.id) in page and str(failed.id) not in page
-    detail = staff_client.get(f"/admin/chat/liveturn/{failed.id}/change/")
+    detail = staff_client.get(f"/admin/live/liveturn/{failed.id}/change/")
     assert detail.status_code == 200 and "not stored" in detail.content.decode()
-    assert staff_client.get("/admin/chat/liveturn/add/").status_code == 403
+    assert staff_client.get("/admin/live/liveturn/add/").status_code == 403

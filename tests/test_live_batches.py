@@ -15,10 +15,10 @@ import uuid
 import orjson
 import pytest
 
-from chat.models import LiveTurn, LiveTurnEvent
 from citations.live_events import citation_event, text_event
 from live.engine import turn_acquire
 from live.log import LostTurnError
+from live.models import LiveTurn, LiveTurnEvent
 from live.wakeups import TurnFeeds, notify_payload, parse_payload
 from live.writer import EventWriter
 

@@ -7,10 +7,11 @@ import uuid
 
 import pytest
 
-from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatLog
 from citations.assembler import TurnAssembler
 from citations.live_events import EventName
 from live.checkpoint import TurnState, load_state, resume_rewind
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.tasks import run_live_turn
 from tests.live_support import SQL_OUTPUTS, cite, script, step, text, tool_use, wait_for_turns
 

@@ -17,7 +17,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from chat.models import LiveTurn, LiveTurnStatus
+from live.models import LiveTurn, LiveTurnStatus
 from tests.live_durable_support import base_env, durable_script, needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, apply_rewind
 from tests.pg_admin import admin_connection

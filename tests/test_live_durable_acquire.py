@@ -10,10 +10,10 @@ import uuid
 import pytest
 from django.db import connection
 
-from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import text_event
 from live.engine import turn_acquire
 from live.log import LostTurnError, append_event
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from chat.models import LiveTurnEvent
 from citations.live_events import LOG_ONLY_EVENTS
+from live.models import LiveTurnEvent
 from tests.live_durable_support import durable_script, normalized, stored, uninterrupted
 from tests.live_support import SSEClient
 

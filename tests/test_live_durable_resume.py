@@ -13,8 +13,9 @@ import uuid
 
 import pytest
 
-from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatLog
 from citations.live_events import LOG_ONLY_EVENTS
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from tests.live_durable_support import (
     CARDS,
     base_env,

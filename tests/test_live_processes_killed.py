@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from chat.models import LiveTurn, LiveTurnStatus
+from live.models import LiveTurn, LiveTurnStatus
 from tests.live_durable_support import base_env, durable_script, needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, apply_rewind
 from tests.procfile import Stack, rabbitmq_env

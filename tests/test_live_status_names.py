@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from chat.models import LiveTurnStatus
+from live.models import LiveTurnStatus
 from tests.ast_support import APPS
 
 ROOT = Path(__file__).resolve().parent.parent

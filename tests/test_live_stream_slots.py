@@ -11,7 +11,7 @@ from django.db import close_old_connections
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.models import LiveTurn
+from live.models import LiveTurn
 
 pytestmark = pytest.mark.django_db
 

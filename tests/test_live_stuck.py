@@ -37,9 +37,10 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatLog
 from citations.live_events import turn_event
 from live.log import encode
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.tasks import send_live_turn
 from tests.live_support import script, step, text
 from tests.stuck_support import Attempts, post_turn, read_stream, watched_tasks

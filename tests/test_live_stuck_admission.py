@@ -19,7 +19,7 @@ import uuid
 import pytest
 from django.conf import settings
 
-from chat.models import LiveTurnStatus
+from live.models import LiveTurnStatus
 from tests.procfile import Stack, embedded_env
 from tests.stuck_support import STUCK, Turn, backdate, consecutive, env_for, post, slow_answer, token_for, wait_for
 

@@ -22,7 +22,8 @@ from django.db import connection, transaction
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog, ChatSession, LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatLog, ChatSession
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from tests.live_support import script, step, text
 from tests.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 

@@ -35,7 +35,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from chat.models import ChatLog, LiveTurnStatus
+from chat.models import ChatLog
+from live.models import LiveTurnStatus
 from tests.procfile import Stack, embedded_env, rabbitmq_env
 from tests.stuck_support import (
     STUCK,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import LiveTurn, LiveTurnStatus
+from live.models import LiveTurn, LiveTurnStatus
 from tests import live_turns_support
 from tests.live_support import cite, parse_sse, script, step, text, tool_use, wait_for_turns
 from tests.live_turns_support import CARDS, SCRIPTED, check_events_equal_get, post_turn, run_turn

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog
+from live.models import LiveTurn
 from tests import live_turns_support
 from tests.live_support import cite, parse_frames, parse_sse, script, step, text, tool_use, tool_use_raw, wait_for_turns
 from tests.live_turns_support import CARDS, SCRIPTED, check_events_equal_get, post_turn, run_turn

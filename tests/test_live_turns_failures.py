@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import ChatLog, LiveTurn, LiveTurnStatus
+from chat.models import ChatLog
+from live.models import LiveTurn, LiveTurnStatus
 from tests import live_turns_support
 from tests.ast_support import APPS
 from tests.live_support import cite, parse_sse, script, step, text, tool_use, tool_use_raw, wait_for_turns

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from chat.models import LiveTurn
+from live.models import LiveTurn
 from tests import live_turns_support
 from tests.live_support import parse_sse, script, step, text
 from tests.live_turns_support import post_turn, run_turn

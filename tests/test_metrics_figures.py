@@ -16,8 +16,9 @@ from django.test import Client
 from prometheus_client import REGISTRY
 
 from chat.backfill import backfill_citation_targets
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog
 from citations.tools import ToolError
+from live.models import LiveTurn
 from telemetry import metrics
 from tests.factories import ChatLogFactory
 from tests.metrics_support import EXAMPLES, ROOT, TOKEN, _samples
@@ -164,8 +165,8 @@ def test_the_sdks_retries_and_the_apis_responses_are_counted(recorded_model_serv
 def test_turns_failed_without_a_run_are_counted_by_their_type(maya, settings):
     """A turn whose workers stopped too often (`interrupted`, at its next delivery) and a queued turn whose
     task the broker refused (`queue_unavailable`, in the web process) end failed without a runner."""
-    from chat.models import LiveTurnEvent
     from live.engine import fail_unstarted, turn_acquire
+    from live.models import LiveTurnEvent
 
     def counted(error_type: str) -> float:
         return _value("silvia_turns_finished_total", outcome="failed", error_type=error_type)

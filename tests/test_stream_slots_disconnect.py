@@ -16,9 +16,9 @@ import uuid
 import pytest
 from rest_framework.authtoken.models import Token
 
-from chat.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from citations.live_events import turn_event
 from live.log import encode
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from tests.live_support import database_url
 from tests.procfile import Stack, embedded_env
 

@@ -16,8 +16,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog
 from finance import demo_data
+from live.models import LiveTurn
 from tests.live_support import parse_sse, script, step, text, tool_use
 from tests.tracing_support import QUESTION, TASK, attrs, began, by_name, exported_text, leaked
 

@@ -14,7 +14,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from chat.models import ChatLog, LiveTurn
+from chat.models import ChatLog
+from live.models import LiveTurn
 
 
 class ResumedFilter(admin.SimpleListFilter):
