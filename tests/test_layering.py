@@ -1,5 +1,6 @@
-"""The apps import one way (docs/layout.md#apps-import-downwards): each imports only the apps below it;
-and the rooms stay small (issue 29): no module over 350 lines, `chat/` no more than a third of the tree.
+"""The apps import one way (docs/layout.md#apps-import-downwards): each imports only the apps below it.
+
+Modules are cut by what they are for, not by a line count (issue 37): no size is checked here.
 
 Pure and fast: every module's imports are read with `ast` (at any depth,
 lazy imports inside functions included, and `import_module`/`import_string`
@@ -32,9 +33,6 @@ NOT_APPS = frozenset({"tests", "bench", "requirements"})
 #: citations.tools (issue 23 item 1).
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
-#: The most lines a module may have (issue 29), migrations and bench/ aside: a longer one holds more
-#: than one thing, and is split into modules named by what each holds.
-MAX_MODULE_LINES = 350
 #: Folders of the checkout that hold Python which is not ours: the virtualenv, runtime files, npm's.
 NOT_OURS = frozenset({".venv", "var", "node_modules"})
 
@@ -124,86 +122,3 @@ def test_the_scan_sees_every_kind_of_import(tmp_path, source, expected):
     (tmp_path / "low" / "mod.py").write_text(source)
     found = upward_imports(tmp_path, ("citations", "low", "chat"))
     assert [(app, module) for app, module, _ in found] == expected
-
-
-def python_files(root: Path) -> Iterator[Path]:
-    """Every Python file of the checkout at `root`, tracked by git or not yet, but those of `NOT_OURS` and of
-    hidden folders."""
-    for path in sorted(root.rglob("*.py")):
-        folders = path.relative_to(root).parts[:-1]
-        if not (folders and folders[0] in NOT_OURS) and not any(folder.startswith(".") for folder in folders):
-            yield path
-
-
-def line_count(path: Path) -> int:
-    return len(path.read_text(encoding="utf-8").splitlines())
-
-
-def long_modules(root: Path, limit: int = MAX_MODULE_LINES) -> list[tuple[str, int]]:
-    """`(path, lines)` of every module over `limit` lines, but migrations (`*/migrations/*`) and bench/."""
-    found = []
-    for path in python_files(root):
-        relative = path.relative_to(root)
-        if relative.parts[0] == "bench" or "migrations" in relative.parts[:-1]:
-            continue
-        if (lines := line_count(path)) > limit:
-            found.append((relative.as_posix(), lines))
-    return found
-
-
-def tree_lines(root: Path, apps: tuple[str, ...]) -> dict[str, int]:
-    """Lines of Python of the tree by folder: each app of `apps` (migrations included), bench/, and the
-    modules at the root (manage.py, gunicorn.conf.py) under "."."""
-    lines = {folder: 0 for folder in (*apps, "bench", ".")}
-    for path in python_files(root):
-        parts = path.relative_to(root).parts
-        folder = parts[0] if len(parts) > 1 else "."
-        if folder in lines:
-            lines[folder] += line_count(path)
-    return lines
-
-
-def test_no_module_is_longer_than_350_lines():
-    long = long_modules(REPO)
-    assert long == [], (
-        f"{len(long)} module(s) over {MAX_MODULE_LINES} lines (migrations and bench/ aside); split each into "
-        "modules named by what they hold: " + ", ".join(f"{path} ({lines} lines)" for path, lines in long)
-    )
-
-
-def test_chat_holds_at_most_a_third_of_the_tree():
-    """The tree: the Python files of the apps (`APPS` of tests/ast_support.py, their migrations included),
-    of bench/, and the modules at the root (manage.py, gunicorn.conf.py); not tests/ (nor requirements/)."""
-    lines = tree_lines(REPO, LAYERS)
-    total = sum(lines.values())
-    if lines["chat"] * 3 > total:
-        largest = sorted(
-            ((line_count(path), path.relative_to(REPO).as_posix()) for path in python_files(REPO / "chat")),
-            reverse=True,
-        )[:10]
-        by_folder = ", ".join(f"{folder}/ {n}" if folder != "." else f"the root {n}" for folder, n in lines.items())
-        biggest = ", ".join(f"{path} ({n})" for n, path in largest)
-        raise AssertionError(
-            f"chat/ holds {lines['chat']} of the tree's {total} lines of Python ({lines['chat'] / total:.0%}), "
-            "more than a third: move what is not the chat logs to an app of its own (docs/layout.md). "
-            f"By folder: {by_folder}. chat/'s largest modules: {biggest}"
-        )
-
-
-def test_the_line_counts_leave_out_migrations_bench_and_what_is_not_ours(tmp_path):
-    long = "x = 1\n" * 4
-    for relative in (
-        "low/big.py",
-        "low/migrations/0001_big.py",
-        "bench/big.py",
-        ".venv/lib/big.py",
-        "node_modules/pkg/big.py",
-        "low/.hidden/big.py",
-        "tests/big.py",
-        "manage.py",
-    ):
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / relative).write_text(long)
-    (tmp_path / "low" / "small.py").write_text("x = 1\n" * 3)
-    assert long_modules(tmp_path, limit=3) == [("low/big.py", 4), ("manage.py", 4), ("tests/big.py", 4)]
-    assert tree_lines(tmp_path, ("low",)) == {"low": 11, "bench": 4, ".": 4}
