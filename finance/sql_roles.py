@@ -25,7 +25,7 @@ from psycopg import errors, sql
 
 from finance.view_sql import role_names
 
-__all__ = ["DatabaseStillExistsError", "RolesDropped", "drop_database_roles", "maintenance_connection"]
+__all__ = ["DatabaseStillExistsError", "RolesDropped", "drop_database_roles"]
 
 
 class DatabaseStillExistsError(Exception):
@@ -42,17 +42,11 @@ class RolesDropped:
     in_use: list[str] = field(default_factory=list)
 
 
-def maintenance_connection(connection_params: dict[str, Any], dbname: str = "postgres") -> psycopg.Connection[Any]:
-    """An autocommit connection to `dbname` on the server of `connection_params`
-    (Django's `connection.get_connection_params()`, or psycopg keyword arguments)."""
-    return psycopg.connect(**{**connection_params, "dbname": dbname}, autocommit=True)
-
-
 def drop_database_roles(server: psycopg.Connection[Any], database_name: str) -> RolesDropped:
     """Drop the SQL tool's roles of `database_name`, which must no longer exist.
 
     `server` is an autocommit connection to another database of the same
-    cluster (`maintenance_connection`). Raises `DatabaseStillExistsError`
+    cluster (`finance.libpq.maintenance_connection`). Raises `DatabaseStillExistsError`
     while the database exists; a role that is absent, or that PostgreSQL
     refuses to drop because something still uses it, is reported, not raised.
     Needs `CREATEROLE` (or a superuser) for the drop itself.

@@ -150,8 +150,9 @@ def listener_params() -> dict[str, Any]:
     """psycopg's connection arguments for the default database, as Django connects (libpq's keywords only)."""
     from django.db import connections
 
-    params = connections["default"].get_connection_params()
-    return {key: value for key, value in params.items() if key not in ("cursor_factory", "context", "pool")}
+    from finance.libpq import libpq_params
+
+    return libpq_params(connections["default"].settings_dict)
 
 
 def turn_feeds() -> TurnFeeds:

@@ -104,7 +104,7 @@ def _server_reason(error: Exception) -> str:
 
 
 def probe_database(params: Mapping[str, Any], settings_dict: Mapping[str, Any]) -> None:
-    """Connect once with `params` (Django's `get_connection_params()`) within `CONNECT_TIMEOUT_SECONDS`, then
+    """Connect once with `params` (`finance.libpq.libpq_params`) within `CONNECT_TIMEOUT_SECONDS`, then
     close. Raises `DatabaseUnavailable` naming the database's URL and the server's reason."""
     import psycopg
 
@@ -119,8 +119,10 @@ def require_database() -> None:
     """`probe_database` for the default database, when it is PostgreSQL (a web or worker process starting)."""
     from django.db import connection
 
+    from finance.libpq import libpq_params
+
     if connection.vendor == "postgresql":
-        probe_database(connection.get_connection_params(), connection.settings_dict)
+        probe_database(libpq_params(connection.settings_dict), connection.settings_dict)
 
 
 def require_broker(url: str) -> None:

@@ -27,7 +27,8 @@ def _sql_roles_go_with_the_test_database():
     (roles outlive DROP DATABASE: docs/sql-tool.md#the-roles). Set up before `django_db_setup`, so torn down
     after it. A kept database (`--reuse-db`) keeps its roles."""
     yield
-    from finance.sql_roles import DatabaseStillExistsError, drop_database_roles, maintenance_connection
+    from finance.libpq import maintenance_connection
+    from finance.sql_roles import DatabaseStillExistsError, drop_database_roles
 
     for name, params in _test_databases:
         try:
@@ -53,8 +54,10 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's test database, noted so its roles can be dropped after it."""
     from django.db import connection
 
+    from finance.libpq import libpq_params
+
     if connection.vendor == "postgresql":
-        _test_databases.append((connection.settings_dict["NAME"], connection.get_connection_params()))
+        _test_databases.append((connection.settings_dict["NAME"], libpq_params(connection.settings_dict)))
     yield
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from django.db import connection
 
-from finance.sql_roles import maintenance_connection
+from finance.libpq import libpq_params, maintenance_connection
 
 __all__ = ["admin_connection", "admin_url", "suite_url"]
 
@@ -38,4 +38,4 @@ def admin_connection() -> psycopg.Connection[Any]:
     """An autocommit connection as the admin, to the server's `postgres` database."""
     if os.environ.get(ADMIN_URL_VARIABLE):
         return psycopg.connect(os.environ[ADMIN_URL_VARIABLE], autocommit=True)
-    return maintenance_connection(connection.get_connection_params())
+    return maintenance_connection(libpq_params(connection.settings_dict))

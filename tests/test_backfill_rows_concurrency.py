@@ -15,6 +15,7 @@ from django.db import connection, connections
 
 from chat.backfill import table as backfill_table
 from chat.models import ChatLog
+from finance.libpq import libpq_params
 from tests.backfill_support import _id, _old, _run, _typed
 
 on_postgresql = pytest.mark.skipif(
@@ -71,7 +72,7 @@ def test_a_row_deleted_between_scan_and_lock_is_not_counted(monkeypatch):
 def _other_connection():
     import psycopg
 
-    params = connections["default"].get_connection_params()
+    params = libpq_params(connections["default"].settings_dict)
     params.pop("cursor_factory", None)
     params.pop("context", None)
     return psycopg.connect(**params)

@@ -39,6 +39,7 @@ from rest_framework.test import APIClient
 
 from chat.models import ChatLog
 from citations.live_events import turn_event
+from finance.libpq import libpq_params
 from live.log import encode
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.tasks import send_live_turn
@@ -94,7 +95,7 @@ class RefusedStart:
             self.holder = sqlite3.connect(name, isolation_level=None, check_same_thread=False)
             self.holder.execute("BEGIN EXCLUSIVE")
         else:
-            self.holder = psycopg.connect(**connection.get_connection_params())
+            self.holder = psycopg.connect(**libpq_params(connection.settings_dict))
             row = self.holder.execute("SELECT id FROM chat_live_turns WHERE id = %s FOR UPDATE", [turn_id]).fetchone()
             assert row is not None
             self.killer = threading.Thread(target=self._terminate_waiters, args=(self.holder.info.backend_pid,))
@@ -103,7 +104,7 @@ class RefusedStart:
             self.killer.start()
 
     def _terminate_waiters(self, holder_pid: int) -> None:
-        with psycopg.connect(**connection.get_connection_params(), autocommit=True) as server:
+        with psycopg.connect(**libpq_params(connection.settings_dict), autocommit=True) as server:
             while True:
                 with self.lock:
                     if not self.held:

@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import connection
 
 from chat.models import ChatLog
+from finance.libpq import libpq_params
 from live.models import LiveTurnStatus
 from tests.procfile import Stack, embedded_env, rabbitmq_env
 from tests.stuck_support import (
@@ -69,13 +70,13 @@ class StartHeld:
             self.holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
             self.holder.execute("BEGIN EXCLUSIVE")
         else:
-            self.holder = psycopg.connect(**connection.get_connection_params())
+            self.holder = psycopg.connect(**libpq_params(connection.settings_dict))
             self.holder.execute("SELECT id FROM chat_live_turns WHERE id = %s FOR UPDATE", [self.turn_id])
         return self
 
     def waiting(self) -> int:
         """PostgreSQL: how many connections wait for the held row."""
-        with psycopg.connect(**connection.get_connection_params(), autocommit=True) as server:
+        with psycopg.connect(**libpq_params(connection.settings_dict), autocommit=True) as server:
             row = server.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
                 [self.holder.info.backend_pid],

@@ -11,7 +11,8 @@ import psycopg
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from finance.sql_roles import DatabaseStillExistsError, drop_database_roles, maintenance_connection
+from finance.libpq import libpq_params, maintenance_connection
+from finance.sql_roles import DatabaseStillExistsError, drop_database_roles
 
 
 class Command(BaseCommand):
@@ -37,7 +38,7 @@ class Command(BaseCommand):
             return
         name = database_name or connection.settings_dict["NAME"]
         try:
-            with maintenance_connection(connection.get_connection_params(), maintenance_db) as server:
+            with maintenance_connection(libpq_params(connection.settings_dict), maintenance_db) as server:
                 report = drop_database_roles(server, name)
         except DatabaseStillExistsError as error:
             raise CommandError(str(error)) from None
