@@ -19,6 +19,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from chat.api.schema import EVENT_ID, EVENT_STREAM
+from chat.api.served import KeepsHttpRequest
 from chat.models import PromptVersion
 from citations.ai_sdk import HEADERS as AI_SDK_HEADERS
 from citations.ai_sdk import PROTOCOL as AI_SDK
@@ -112,7 +113,7 @@ def _busy(detail: str, status: int) -> Response:
     )
 
 
-class TurnCreateView(APIView):
+class TurnCreateView(KeepsHttpRequest, APIView):
     """Start a turn in the caller's session and stream its events (docs/live.md).
 
     An unknown session id is the caller's new session (its row is written
@@ -172,10 +173,10 @@ class TurnCreateView(APIView):
             return _busy("The service could not queue this question. Please try again.", 503)
         except ModelNotConfiguredError as error:
             return Response({"detail": str(error)}, status=503)
-        return sse_response(request._request, turn.id, 0, view="turn", protocol=protocol)
+        return sse_response(self.http_request, turn.id, 0, view="turn", protocol=protocol)
 
 
-class TurnEventsView(APIView):
+class TurnEventsView(KeepsHttpRequest, APIView):
     """Replay a turn's events after `Last-Event-ID` (or `?after=`), then follow it live (docs/live.md).
 
     A turn that ended (`done` or `error`) and has no event after that id is
@@ -230,4 +231,4 @@ class TurnEventsView(APIView):
         if give_back is None:
             return _busy(f"You have {limit} answer streams open. Close one and try again.", 429)
         # Given back when the stream ends, or its client leaves (the stream's own `finally`).
-        return sse_response(request._request, turn_uuid, after, view="events", protocol=protocol, on_close=give_back)
+        return sse_response(self.http_request, turn_uuid, after, view="events", protocol=protocol, on_close=give_back)

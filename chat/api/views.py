@@ -7,7 +7,6 @@ from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.handlers.asgi import ASGIRequest
 from django.db import transaction
 from django.http import HttpResponseBase, StreamingHttpResponse
 from django.utils.http import parse_etags
@@ -29,6 +28,7 @@ from chat.api.rendering import (
     session_list_json,
 )
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
+from chat.api.served import KeepsHttpRequest
 from chat.selectors import SessionListPages, session_detail_for_user, session_list_for_user
 from citations.uuids import parse_uuid
 
@@ -88,7 +88,7 @@ async def _async_chunks(chunks: Chunks) -> AsyncIterator[bytes]:
         await sync_to_async(chunks.close, thread_sensitive=True)()
 
 
-class SessionDetailView(APIView):
+class SessionDetailView(KeepsHttpRequest, APIView):
     """One of the caller's sessions with its messages, oldest first.
 
     `?after=<message id>` returns only the messages after that one. The
@@ -141,5 +141,5 @@ class SessionDetailView(APIView):
         if detail.message_count <= CHUNK_ROWS or indented:
             return Response(session_detail_json(session=session, after=after), headers=headers)
         streamed = _in_transaction(session_detail_chunks(session=session, after=after, chunk_rows=CHUNK_ROWS))
-        content = _async_chunks(streamed) if isinstance(request._request, ASGIRequest) else streamed
+        content = _async_chunks(streamed) if self.served_async else streamed
         return StreamingHttpResponse(content, content_type="application/json", headers=headers)
