@@ -16,3 +16,23 @@ OVERVIEW_TARGETS: dict[str, dict[str, object]] = {
     IRS_URL: {"kind": "tax_reference", "url": IRS_URL},
     DEADLINES_SOURCE: {"kind": "tax_reference", "url": None},
 }
+
+
+# Every EventSource the page makes, kept in `window.eventSources` (an init script, before the page's own).
+# A CLOSED EventSource never reconnects (the HTML standard: it is "closed" for good), so a test proves that
+# nothing reconnects after a turn's end from the sources' state, not by waiting to see no request come.
+_KEEP_EVENT_SOURCES_JS = """
+(() => {
+  const Original = window.EventSource;
+  window.eventSources = [];
+  window.EventSource = class extends Original {
+    constructor(url, init) { super(url, init); window.eventSources.push(this); }
+  };
+})();
+"""
+EVERY_EVENT_SOURCE_CLOSED_JS = "window.eventSources.every(source => source.readyState === EventSource.CLOSED)"
+
+
+def keep_event_sources(page) -> None:
+    """Make the page keep its EventSources in `window.eventSources` (call before `page.goto`)."""
+    page.add_init_script(_KEEP_EVENT_SOURCES_JS)

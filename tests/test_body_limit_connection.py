@@ -11,6 +11,7 @@ lingering close): a client that sends its whole body before it reads gets the 41
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import time
 import uuid
@@ -95,7 +96,9 @@ def test_a_client_that_sends_its_whole_20_mb_body_before_reading_gets_the_413(st
             f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n"
             "Content-Type: application/json\r\n\r\n".encode()
         )
-        time.sleep(0.5)  # the 413 is written by now: without a lingering close the connection is gone
+        # Send the body only once the 413 has arrived: without a lingering close the connection is gone.
+        readable, _, _ = select.select([sock], [], [], 10)
+        assert readable, "no answer to the headers within 10 s"
         sock.sendall(body)
         head, answer = _read_response(sock)
         assert sock.recv(1) == b""  # then closed

@@ -17,7 +17,7 @@ from devtools.recorded_model import load_scripts
 from tests import pages_live_urls
 from tests.browser_fixtures import BROWSER_MARKS
 from tests.markdown_answers import CARDS_SOURCE, OVERVIEW_SCRIPT, overview_answer
-from tests.pages_browser_support import OVERVIEW_TARGETS
+from tests.pages_browser_support import EVERY_EVENT_SOURCE_CLOSED_JS, OVERVIEW_TARGETS, keep_event_sources
 
 pytestmark = BROWSER_MARKS
 
@@ -38,6 +38,7 @@ def _preview_bodies(page):
 def test_a_dropped_stream_resumes_after_its_last_event_and_stops_after_done(page, live_server, settings):
     settings.ANTHROPIC_CONFIGURED = True
     pages_live_urls.reset("resume")
+    keep_event_sources(page)
     page.goto(f"{live_server.url}/chat/new/")
     page.get_by_label("Your question").fill("How much do I owe on my credit cards right now?")
     page.get_by_role("button", name="Ask").click()
@@ -49,7 +50,9 @@ def test_a_dropped_stream_resumes_after_its_last_event_and_stops_after_done(page
     assert page.url == f"{live_server.url}/chat/{session_id}/"
     streamed = live.evaluate(TURN_HTML_JS)
     assert live.locator("time").count() == 1  # a streamed answer shows its time
-    time.sleep(1)  # the stream sent `retry: 200`: a page that reconnected after `done` would have by now
+    # The page's flow has ended ("Answer saved."): every EventSource it made is closed, so none reconnects.
+    assert page.evaluate("window.eventSources.length") == 1
+    assert page.evaluate(EVERY_EVENT_SOURCE_CLOSED_JS)
     assert list(pages_live_urls.RECONNECTS) == [str(pages_live_urls.DROP_AFTER)]
     page.reload()
     assert page.locator("article.turn").last.evaluate(TURN_HTML_JS) == streamed
@@ -95,13 +98,16 @@ def test_a_rewind_drops_what_came_after_its_event_and_ends_equal_to_the_stored_r
 def test_an_error_event_or_a_204_stops_the_page_reconnecting(page, live_server, settings, scenario, message):
     settings.ANTHROPIC_CONFIGURED = True
     pages_live_urls.reset(scenario)
+    keep_event_sources(page)
     page.goto(f"{live_server.url}/chat/new/")
     page.get_by_label("Your question").fill("How much do I owe?")
     page.get_by_role("button", name="Ask").click()
     status = page.locator("#ask-status")
     expect(status).to_have_text(message)
     expect(status).to_have_class("ask__status ask__status--error")
-    time.sleep(1)  # `retry: 200`: an EventSource left open would have reconnected by now
+    # The page said so, and every EventSource it made is closed: none can reconnect (`retry: 200` aside).
+    assert page.evaluate("window.eventSources.length") == 1
+    assert page.evaluate(EVERY_EVENT_SOURCE_CLOSED_JS)
     assert list(pages_live_urls.RECONNECTS) == [str(pages_live_urls.DROP_AFTER)]
     expect(page.get_by_role("button", name="Ask")).to_be_enabled()
 

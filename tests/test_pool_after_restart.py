@@ -38,17 +38,48 @@ def _get(port: int, token: str) -> tuple[int, float]:
     return status, time.monotonic() - started
 
 
-def _terminate_the_servers_connections() -> int:
+def _terminate_the_servers_connections() -> list[int]:
+    """Terminate every backend of the test database but this test's own; their pids."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         ours = cursor.fetchone()[0]
     with admin_connection() as admin:
-        row = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+        rows = admin.execute(
+            # The targets first (a WHERE may call pg_terminate_backend before its other conditions).
+            "WITH targets AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s)"
+            " SELECT pid FROM targets WHERE pg_terminate_backend(pid)",
             [connection.settings_dict["NAME"], ours],
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def _gone(pids: list[int], seconds: float = 15) -> bool:
+    """Whether every backend of `pids` has left pg_stat_activity within `seconds`."""
+    deadline = time.monotonic() + seconds
+    with admin_connection() as admin:
+        while admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [pids]).fetchone() != (0,):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+    return True
+
+
+def _servers_backends() -> int:
+    """The test database's backends (the servers' pools, and this test's own connection)."""
+    with admin_connection() as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [connection.settings_dict["NAME"]]
         ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def _wait_for_backends(wanted, seconds: float = 15) -> bool:
+    """Whether the servers' backends came to a count `wanted` accepts within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not wanted(count := _servers_backends()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(wanted(count))
 
 
 def test_requests_after_every_pooled_connection_was_closed_are_answered_at_once(maya, tmp_path):
@@ -58,9 +89,10 @@ def test_requests_after_every_pooled_connection_was_closed_are_answered_at_once(
         servers = [stack.web(WEB_CONCURRENCY="1"), stack.stream()]
         with ThreadPoolExecutor(8) as pool:  # each pool at its 6 connections, all idle afterwards
             assert {status for status, _ in pool.map(lambda i: _get(servers[i % 2].port, token), range(16))} == {200}
-        time.sleep(1)
-        assert _terminate_the_servers_connections() >= 12
-        time.sleep(0.5)
+        assert _wait_for_backends(lambda n: n >= 13), "the two pools did not hold their 12 connections"
+        terminated = _terminate_the_servers_connections()
+        assert len(terminated) >= 12
+        assert _gone(terminated), "terminated backends still listed"
         answers = [_get(server.port, token) for server in servers for _ in range(3)]
         assert [status for status, _ in answers] == [200] * 6, stack.logs()[-3000:]
         assert max(seconds for _, seconds in answers) < 2.5, answers
