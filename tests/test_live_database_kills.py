@@ -11,7 +11,6 @@ is reconnected with `Last-Event-ID`, as an EventSource does.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 
 import pytest
@@ -79,7 +78,9 @@ def test_a_turn_streamed_through_three_terminations_of_every_connection_ends_as_
         reading = threading.Thread(target=lambda: held.extend(post.events()))
         reading.start()
         for _ in range(3):
-            time.sleep(0.6)
+            # Each time the client has read more of the turn: the connections die mid-turn, not before it.
+            read = len(held)
+            wait_for(lambda read=read: len(held) > read or not reading.is_alive(), what="more of the turn")
             _terminate_all_but_ours()
         reading.join(120)
         post.close()

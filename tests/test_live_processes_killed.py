@@ -8,7 +8,6 @@ HTTP client reading SSE.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -43,7 +42,12 @@ def test_the_stream_process_then_the_worker_killed_mid_turn(recorded_model_serve
             return isinstance(checkpoint, dict) and checkpoint.get("step", 0) >= 2
 
         wait_for(checkpointed, what="the second checkpoint")
-        time.sleep(0.3)  # the last step has streamed a little past it
+
+        def streamed_past_it() -> bool:  # the last step has streamed a little past the checkpoint
+            turn = LiveTurn.objects.get(pk=turn_id)
+            return isinstance(turn.checkpoint, dict) and turn.last_seq > int(turn.checkpoint.get("eventSeq", 0)) + 1
+
+        wait_for(streamed_past_it, what="events past the second checkpoint")
         doomed_worker.kill()
         recorded_model_server.load([durable_script(second_answer=True)])
         stack.worker()

@@ -13,7 +13,6 @@ the session is free.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
