@@ -11,6 +11,7 @@ import ssl
 import subprocess
 import textwrap
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -98,6 +99,7 @@ class Trap:
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
         self.accepted = 0
+        self.peer_ports: list[int] = []
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
@@ -105,11 +107,26 @@ class Trap:
     def _accept(self) -> None:
         while not self._stop.is_set():
             try:
-                conn, _ = self.sock.accept()
+                conn, peer = self.sock.accept()
             except OSError:
                 continue
+            self.peer_ports.append(peer[1])
             self.accepted += 1
             conn.close()
+
+    def accepted_before_now(self, timeout: float = 10) -> int:
+        """How many connections were accepted before this call. A connection of our own is made and waited
+        for: the listen queue is first in, first out, so any connection made before it is accepted before it
+        (no waiting to see that nothing comes)."""
+        with socket.socket() as ours:  # no name lookup (a test may be counting them)
+            ours.settimeout(timeout)
+            ours.connect(("127.0.0.1", self.port))
+            port = ours.getsockname()[1]
+            deadline = time.monotonic() + timeout
+            while port not in self.peer_ports:
+                assert time.monotonic() < deadline, "the trap did not accept our own connection"
+                time.sleep(0.01)
+        return self.peer_ports.index(port)
 
     def stop(self) -> None:
         self._stop.set()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import pytest
 
@@ -64,7 +63,6 @@ def test_the_proxy_refuses_a_host_not_on_the_allowlist_connecting_nowhere(sandbo
     }
     code = ASK_PROXY + f"print(json.dumps({{name: ask(r) for name, r in {requests!r}.items()}}))"
     seen = run(tool, code)
-    time.sleep(0.2)
     assert seen == {
         "other host": "HTTP/1.1 403 Forbidden",
         "loopback": "HTTP/1.1 403 Forbidden",
@@ -75,7 +73,7 @@ def test_the_proxy_refuses_a_host_not_on_the_allowlist_connecting_nowhere(sandbo
         "Host header says finnhub": "HTTP/1.1 403 Forbidden",
         "not HTTP": "HTTP/1.1 400 Bad Request",
     }
-    assert trap.accepted == 0
+    assert trap.accepted_before_now() == 0
     assert lookups == []
 
 
