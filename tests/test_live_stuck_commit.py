@@ -18,22 +18,18 @@ from collections.abc import Iterator
 
 import pytest
 from django.db import connection, transaction
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from chat.models import ChatLog, ChatSession
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from tests import live_turns_support
 from tests.live_support import script, step, text
 from tests.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def client(maya):
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=maya).key}")
-    return api
+#: maya's API client (tests/live_turns_support.py), bound here: it replaces pytest-django's `client`
+client = live_turns_support.client
 
 
 @pytest.fixture
