@@ -7,7 +7,9 @@ continuations), the Messages API messages so far (history included), the
 docs/turns.md#the-record events recorded, the registry, the id of the last
 event the state includes, and the turn assembler's state at that id (the
 answer so far, its inline citations, skipped counts, model;
-`TurnAssembler.snapshot`).
+`TurnAssembler.snapshot`). The texts a citation's support is checked
+against are not stored twice: a resumed assembler reads them again from the
+recorded `tool_call` events (docs/support.md).
 
 Reading never fails: a checkpoint without `citationTargets` resumes with an
 empty registry (its sources stream untyped), a malformed entry resumes
@@ -101,7 +103,8 @@ def _assembler(checkpoint: dict[str, Any]) -> TurnAssembler | None:
     """The checkpoint's assembler state, else one rebuilt from its events (a checkpoint of an
     older version); None when neither can be read."""
     registry = TurnRegistry.from_checkpoint(checkpoint)
-    assembler = TurnAssembler.from_snapshot(checkpoint.get("assembler"), registry)
+    # The sources' texts (for support, docs/support.md) are read again from the recorded tool calls.
+    assembler = TurnAssembler.from_snapshot(checkpoint.get("assembler"), registry, checkpoint["events"])
     if assembler is not None:
         return assembler
     record = {"session": {"id": str(uuid.UUID(int=0))}, "prompt_version": "v5", "user_message": ""}
