@@ -150,7 +150,7 @@ class TurnAssembler:
     # --- whole blocks (an import) ---------------------------------------------
 
     def tool_call(self, name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any]) -> list[SearchResult]:
-        """Write a tool call's citable content to the registry and `sources`; the `search_result` blocks, for the model."""
+        """Write a tool call's blocks to the registry and `sources`; the `search_result` blocks for the model."""
         blocks = to_citable_content(name, tool_input, output)
         for block in blocks:
             self.registry.record(block.source, block.target)

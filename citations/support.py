@@ -258,7 +258,7 @@ class FigureMatcher:
         self._sums = None
 
     def matches(self, figure: Figure) -> bool:
-        """Whether `figure` is, at the precision written, a cited number, a sum of two or more, or a difference of two."""
+        """Whether `figure` is, at its precision, a cited number, a sum of two or more or a difference of two."""
         scale = min([figure.unit - 1, *(cited.unit for cited in self._cited)])
         if self._scale is None or scale < self._scale:
             self._rescale(scale)

@@ -79,8 +79,9 @@ def test_a_copy_before_a_step_shares_the_texts_and_goes_back_to_them():
     before = assembler.copy()
     replay(events[1:], assembler)
     assert _row(replay(events[1:], before).result()) == case["expect"]
-    assert before.sources.blocks("silvia://your-account/credit-card")[0] is (
-        assembler.sources.blocks("silvia://your-account/credit-card")[0]
+    assert (
+        before.sources.blocks("silvia://your-account/credit-card")[0]
+        is (assembler.sources.blocks("silvia://your-account/credit-card")[0])
     )
 
 

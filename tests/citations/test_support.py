@@ -74,7 +74,11 @@ def test_a_lone_surrogate_in_a_block_gives_no_support_rather_than_a_wrong_one():
 
 # --- read back ----------------------------------------------------------------------------------------------------
 
-GOOD = {"status": "partly_supported", "unmatched": [{"text": "$3", "start": 4, "end": 6}], "digest": "sha256:" + "a" * 64}
+GOOD = {
+    "status": "partly_supported",
+    "unmatched": [{"text": "$3", "start": 4, "end": 6}],
+    "digest": "sha256:" + "a" * 64,
+}
 
 
 def test_a_stored_support_reads_back():
@@ -169,7 +173,9 @@ def test_a_sum_of_any_subset_of_up_to_16_numbers_is_matched(data, count):
 @given(
     data=st.data(),
     decades=st.lists(
-        st.tuples(st.integers(min_value=10, max_value=19), st.integers(min_value=0, max_value=99)), min_size=1, max_size=5
+        st.tuples(st.integers(min_value=10, max_value=19), st.integers(min_value=0, max_value=99)),
+        min_size=1,
+        max_size=5,
     ),
     places=st.integers(min_value=0, max_value=2),
     delta=st.integers(min_value=-9, max_value=9).filter(bool),
@@ -198,7 +204,9 @@ def test_a_number_changed_in_its_last_written_digit_is_never_matched(data, decad
 @given(prefix=st.text(max_size=20), span=st.text(max_size=60), cited=st.text(max_size=60))
 def test_support_never_raises_and_its_offsets_slice_the_answer_to_each_figure(prefix, span, cited):
     answer = prefix + span
-    support = citation_support(span=span, span_start=utf16_length(prefix), cited_text=cited, blocks=[SourceText([cited])])
+    support = citation_support(
+        span=span, span_start=utf16_length(prefix), cited_text=cited, blocks=[SourceText([cited])]
+    )
     if support is None:  # only a lone surrogate makes it uncomputable
         assert any(0xD800 <= ord(char) <= 0xDFFF for char in cited)
         return
@@ -207,7 +215,7 @@ def test_support_never_raises_and_its_offsets_slice_the_answer_to_each_figure(pr
     assert read_support(support) is not None
 
 
-@given(text=st.text(alphabet=st.sampled_from("0123456789.,-$%kM e+:/()\"abT \n"), max_size=40))
+@given(text=st.text(alphabet=st.sampled_from('0123456789.,-$%kM e+:/()"abT \n'), max_size=40))
 def test_figures_never_raise_and_each_is_its_own_text(text):
     for figure in find_figures(text):
         assert text[figure.start : figure.end] == figure.text and figure.mantissa >= 0
