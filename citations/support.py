@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from citations.utf16 import utf16_length
 
@@ -465,7 +465,7 @@ def read_support(value: object) -> CitationSupport | None:
     return CitationSupport(status, tuple(figures), digest)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
