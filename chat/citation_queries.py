@@ -14,7 +14,9 @@ so nothing can go stale. Each expression is written twice, per vendor:
   the development database).
 
 States are those of `citations.summary.classify_citation`: a target kind,
-`typed`, `untyped` or `malformed`. Other databases raise `NotSupportedError`.
+`typed`, `untyped` or `malformed`; support statuses those of
+`citations.support.support_status` (SPEC 15, over `inline_citations` only).
+Other databases raise `NotSupportedError`.
 
 These are ORM expressions (`Func` subclasses used in `filter`/`annotate`);
 the SQL inside them is raw because the ORM has no jsonpath, `@?` or
@@ -37,15 +39,30 @@ from chat.citation_sql import (
     jsonpath_account_entry,
     jsonpath_any,
     jsonpath_entry,
+    jsonpath_support_any,
     postgresql_entry_sql,
     postgresql_malformed_sql,
+    postgresql_support_status_sql,
     sqlite_account_id,
     sqlite_entry,
+    sqlite_support_status_sql,
 )
 from citations.summary import MALFORMED, UNTYPED
+from citations.support import PARTLY_SUPPORTED, SUPPORT_STATUSES, UNCHECKED, UNSUPPORTED
 from citations.targets import TARGET_KINDS
 
-__all__ = ["SOURCES_TEXT_SQL", "STATES", "CitationCount", "HasCitationState", "NamesAccount", "SourceContains"]
+__all__ = [
+    "FLAGGED",
+    "SOURCES_TEXT_SQL",
+    "STATES",
+    "SUPPORT_CHOICES",
+    "CitationCount",
+    "HasCitationState",
+    "HasSupportStatus",
+    "NamesAccount",
+    "SourceContains",
+    "SupportCount",
+]
 
 #: Every state a filter may ask for.
 STATES: tuple[str, ...] = (*TARGET_KINDS, UNTYPED, MALFORMED)
@@ -258,3 +275,76 @@ class CitationCount(_JsonFunc):
         if self.state is None:
             return f"json_array_length({column})", params
         return f"(SELECT count(*) FROM json_each({column}) AS e WHERE {sqlite_entry(self.state)})", params
+
+
+#: The support filter's choices: each status, and `flagged` (partly supported or unsupported), the question a
+#: supervisor asks first (docs/admin.md#the-log-list).
+FLAGGED = "flagged"
+SUPPORT_CHOICES: dict[str, tuple[str, ...]] = {
+    FLAGGED: (PARTLY_SUPPORTED, UNSUPPORTED),
+    **{status: (status,) for status in SUPPORT_STATUSES},
+}
+
+
+class HasSupportStatus(_JsonFunc):
+    """True when `inline_citations` holds an entry whose support status (`support_status`) is one of those of
+    `choice` (a key of `SUPPORT_CHOICES`). Raises `ValueError` for another choice.
+
+    PostgreSQL: `inline_citations @? <jsonpath>` answered by the GIN index of migration 0003
+    (`ai_chat_logs_inline_gin`), then the exact status per entry; `unchecked` (a missing or malformed
+    support too) is a negation no index answers: exact test only, as `untyped` is.
+    """
+
+    output_field = BooleanField()
+
+    def __init__(self, choice: str) -> None:
+        if choice not in SUPPORT_CHOICES:
+            raise ValueError(f"unknown support choice {choice!r}")
+        super().__init__("inline_citations")
+        self.statuses = SUPPORT_CHOICES[choice]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), _ = self._columns(compiler, connection)
+        placeholders = ", ".join(["%s"] * len(self.statuses))
+        exact = (
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements({column}) AS e"
+            f" WHERE {postgresql_support_status_sql('e')} IN ({placeholders}))"
+        )
+        if UNCHECKED in self.statuses:
+            return exact, list(self.statuses)
+        return f"({column} @? %s::jsonpath AND {exact})", [jsonpath_support_any(self.statuses), *self.statuses]
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), _ = self._columns(compiler, connection)
+        placeholders = ", ".join(["%s"] * len(self.statuses))
+        exact = (
+            f"EXISTS (SELECT 1 FROM json_each({column}) AS e WHERE {sqlite_support_status_sql()} IN ({placeholders}))"
+        )
+        if UNCHECKED in self.statuses:
+            return exact, list(self.statuses)
+        # A status is a JSON string: `"unsupported"` (quotes included) is in the text of any row holding one,
+        # unless spelled with escapes: those rows go on to the exact test.
+        quoted = " OR ".join(f"instr({column}, '\"{status}\"') > 0" for status in self.statuses)
+        return f"(({quoted} OR instr({column}, '\\') > 0) AND {exact})", list(self.statuses)
+
+
+class SupportCount(_JsonFunc):
+    """The number of `inline_citations` entries whose support status (`support_status`) is `status`."""
+
+    output_field = IntegerField()
+
+    def __init__(self, status: str) -> None:
+        if status not in SUPPORT_STATUSES:
+            raise ValueError(f"unknown support status {status!r}")
+        super().__init__("inline_citations")
+        self.status = status
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), params = self._columns(compiler, connection)
+        status = postgresql_support_status_sql("e")
+        return f"(SELECT count(*) FROM jsonb_array_elements({column}) AS e WHERE {status} = %s)", [*params, self.status]
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), params = self._columns(compiler, connection)
+        status = sqlite_support_status_sql()
+        return f"(SELECT count(*) FROM json_each({column}) AS e WHERE {status} = %s)", [*params, self.status]

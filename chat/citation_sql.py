@@ -1,4 +1,5 @@
-"""The citation states of `citations.summary.classify_citation`, as SQL for each database.
+"""The citation states of `citations.summary.classify_citation`, and the support status of an inline
+citation (`citations.support.support_status`), as SQL for each database.
 
 One table of rules (`_RULES`, docs/targets.md#wire-format, the same as
 `parse_citation_target`) gives two spellings: a PostgreSQL jsonpath in lax
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 
+from citations.support import SUPPORT_STATUSES, UNCHECKED
 from citations.targets import (
     LIBRARY_KINDS,
     TARGET_KINDS,
@@ -175,3 +177,70 @@ def sqlite_account_id(e: str = "e") -> str:
     refs = f"SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {in_ref}"
     several = f"{_sq_valid(v, (AccountsTarget.kind,))} AND EXISTS ({refs})"
     return f"CASE WHEN {e}.type = 'object' THEN (({one}) OR ({several})) ELSE 0 END"
+
+
+# -- support (SPEC 15, docs/support.md) -------------------------------------------
+# The support status of one inline citation, as `citations.support.support_status` reads it: the stored
+# `support`'s status when `read_support` reads it, else `unchecked`. Spelled in SQL (not jsonpath) for the
+# exact test, since only SQL tells a JSON integer (`5`) from a number Python reads as a float (`5.0`).
+
+
+def jsonpath_support_any(statuses: tuple[str, ...]) -> str:
+    """A jsonpath for `inline_citations @? path`: some entry whose `support.status` is one of `statuses`.
+
+    A GIN-indexable prefilter only (a superset): the exact status is `postgresql_support_status_sql`'s.
+    """
+    arms = " || ".join(f"@.support.status == {json.dumps(status)}" for status in statuses)
+    return f"$[*] ? ({arms})"
+
+
+def postgresql_support_status_sql(element: str) -> str:
+    """SQL of the support status of one `jsonb_array_elements` value `element` (`unchecked` when unreadable)."""
+    s = f"({element} -> 'support')"
+    unmatched = f"(CASE WHEN jsonb_typeof({s} -> 'unmatched') = 'array' THEN {s} -> 'unmatched' ELSE '[]' END)"
+    # Each figure: an object with a string `text` and integer `start` <= `end`, both >= 0. A jsonb number's
+    # text has no exponent, so the digits test is exact; the CASE keeps the casts from a non-number.
+    figure_ok = (
+        "CASE WHEN jsonb_typeof(u) = 'object' AND jsonb_typeof(u -> 'text') = 'string'"
+        " AND jsonb_typeof(u -> 'start') = 'number' AND jsonb_typeof(u -> 'end') = 'number'"
+        " AND (u ->> 'start') ~ '^[0-9]+$' AND (u ->> 'end') ~ '^[0-9]+$'"
+        " THEN (u ->> 'start')::numeric <= (u ->> 'end')::numeric ELSE false END"
+    )
+    digest = f"({s} -> 'digest')"
+    readable = (
+        f"jsonb_typeof({element}) = 'object' AND jsonb_typeof({s}) = 'object'"
+        f" AND jsonb_typeof({s} -> 'status') = 'string' AND ({s} ->> 'status') IN {_STATUSES_SQL}"
+        f" AND jsonb_typeof({s} -> 'unmatched') = 'array'"
+        f" AND ({digest} IS NULL OR jsonb_typeof({digest}) = 'null'"
+        f" OR (jsonb_typeof({digest}) = 'string' AND ({s} ->> 'digest') ~ '^sha256:[0-9a-f]{{64}}$'))"
+        f" AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements({unmatched}) AS u WHERE NOT ({figure_ok}))"
+    )
+    return f"(CASE WHEN {readable} THEN {s} ->> 'status' ELSE '{UNCHECKED}' END)"
+
+
+def sqlite_support_status_sql(e: str = "e") -> str:
+    """SQL of the support status of one `json_each` row `e` (`unchecked` when unreadable)."""
+    v = f"{e}.value"
+    figure_ok = (
+        "CASE WHEN u.type = 'object' THEN json_type(u.value, '$.text') IS 'text'"
+        " AND json_type(u.value, '$.start') IS 'integer' AND json_type(u.value, '$.end') IS 'integer'"
+        " AND json_extract(u.value, '$.start') >= 0"
+        " AND json_extract(u.value, '$.start') <= json_extract(u.value, '$.end') ELSE 0 END"
+    )
+    digest_type = f"json_type({v}, '$.support.digest')"
+    digest = f"json_extract({v}, '$.support.digest')"
+    readable = (
+        f"json_type({v}, '$.support') IS 'object' AND json_type({v}, '$.support.status') IS 'text'"
+        f" AND json_extract({v}, '$.support.status') IN {_STATUSES_SQL}"
+        f" AND json_type({v}, '$.support.unmatched') IS 'array'"
+        f" AND ({digest_type} IS NULL OR {digest_type} IS 'null' OR ({digest_type} IS 'text'"
+        f" AND length({digest}) = 71 AND substr({digest}, 1, 7) = 'sha256:'"
+        f" AND NOT glob('*[^0-9a-f]*', substr({digest}, 8))))"
+        f" AND NOT EXISTS (SELECT 1 FROM json_each({v}, '$.support.unmatched') AS u WHERE NOT ({figure_ok}))"
+    )
+    # `e.value` is JSON text only for objects: the outer CASE keeps it from being parsed otherwise.
+    inner = f"CASE WHEN {readable} THEN json_extract({v}, '$.support.status') ELSE '{UNCHECKED}' END"
+    return f"(CASE WHEN {e}.type = 'object' THEN {inner} ELSE '{UNCHECKED}' END)"
+
+
+_STATUSES_SQL = "(" + ", ".join(f"'{status}'" for status in SUPPORT_STATUSES) + ")"
