@@ -118,7 +118,7 @@ def test_rows_written_by_the_service_the_orm_and_raw_sql_read_the_same(maya):
     # JSON text as other writers spell it: escapes, an integer written 5.0 (Python reads a float: unreadable).
     escaped = '[{"source": "s", "support": {"status": "\\u0075nsupported", "unmatched": [], "digest": null}}]'
     _raw_insert(session, user, "[]", escaped, text=True)
-    float_offset = '[{"support": {"status": "partly_supported", "unmatched": [{"text": "$3", "start": 5.0, "end": 6}]}}]'
+    float_offset = '[{"support": {"status": "partly_supported", "unmatched": [{"text": "3", "start": 5.0, "end": 6}]}}]'
     _raw_insert(session, user, "[]", float_offset, text=True)
     table = {log.pk: log.inline_citations for log in ChatLog.objects.all()}
     assert sorted(support_status(e) for e in json.loads(escaped) + json.loads(float_offset)) == [
