@@ -81,9 +81,7 @@ _hostile_entry = st.fixed_dictionaries(
             {
                 "status": st.sampled_from(SUPPORT_STATUSES) | _hostile,
                 "unmatched": st.lists(
-                    st.fixed_dictionaries(
-                        {"text": _hostile, "start": st.integers(0, 12), "end": st.integers(0, 12)}
-                    ),
+                    st.fixed_dictionaries({"text": _hostile, "start": st.integers(0, 12), "end": st.integers(0, 12)}),
                     max_size=3,
                 ),
                 "digest": st.none() | _hostile | st.just("sha256:" + "0" * 64),
