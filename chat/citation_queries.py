@@ -33,7 +33,7 @@ import json
 from typing import Any
 
 from django.db import NotSupportedError
-from django.db.models import BooleanField, F, Func, IntegerField
+from django.db.models import BooleanField, F, Func, IntegerField, JSONField
 
 from chat.citation_sql import (
     jsonpath_account_entry,
@@ -42,10 +42,12 @@ from chat.citation_sql import (
     jsonpath_support_any,
     postgresql_entry_sql,
     postgresql_malformed_sql,
-    postgresql_support_status_sql,
+    postgresql_support_in,
+    postgresql_support_statuses,
     sqlite_account_id,
     sqlite_entry,
-    sqlite_support_status_sql,
+    sqlite_support_in,
+    sqlite_support_statuses,
 )
 from citations.summary import MALFORMED, UNTYPED
 from citations.support import PARTLY_SUPPORTED, SUPPORT_STATUSES, UNCHECKED, UNSUPPORTED
@@ -61,7 +63,7 @@ __all__ = [
     "HasSupportStatus",
     "NamesAccount",
     "SourceContains",
-    "SupportCount",
+    "SupportCounts",
 ]
 
 #: Every state a filter may ask for.
@@ -303,48 +305,49 @@ class HasSupportStatus(_JsonFunc):
         super().__init__("inline_citations")
         self.statuses = SUPPORT_CHOICES[choice]
 
+    def _unchecked(self, statuses_sql: str) -> tuple[str, list[str]]:
+        placeholders = ", ".join(["%s"] * len(self.statuses))
+        exact = f"EXISTS (SELECT 1 FROM ({statuses_sql}) AS supports WHERE status IN ({placeholders}))"
+        return exact, list(self.statuses)
+
     def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         (column,), _ = self._columns(compiler, connection)
-        placeholders = ", ".join(["%s"] * len(self.statuses))
-        exact = (
-            f"EXISTS (SELECT 1 FROM jsonb_array_elements({column}) AS e"
-            f" WHERE {postgresql_support_status_sql('e')} IN ({placeholders}))"
-        )
         if UNCHECKED in self.statuses:
-            return exact, list(self.statuses)
+            return self._unchecked(postgresql_support_statuses(column))
+        exact = postgresql_support_in(column, len(self.statuses))
         return f"({column} @? %s::jsonpath AND {exact})", [jsonpath_support_any(self.statuses), *self.statuses]
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         (column,), _ = self._columns(compiler, connection)
-        placeholders = ", ".join(["%s"] * len(self.statuses))
-        exact = (
-            f"EXISTS (SELECT 1 FROM json_each({column}) AS e WHERE {sqlite_support_status_sql()} IN ({placeholders}))"
-        )
         if UNCHECKED in self.statuses:
-            return exact, list(self.statuses)
+            return self._unchecked(sqlite_support_statuses(column))
+        exact = sqlite_support_in(column, len(self.statuses))
         # A status is a JSON string: `"unsupported"` (quotes included) is in the text of any row holding one,
         # unless spelled with escapes: those rows go on to the exact test.
         quoted = " OR ".join(f"instr({column}, '\"{status}\"') > 0" for status in self.statuses)
         return f"(({quoted} OR instr({column}, '\\') > 0) AND {exact})", list(self.statuses)
 
 
-class SupportCount(_JsonFunc):
-    """The number of `inline_citations` entries whose support status (`support_status`) is `status`."""
+class SupportCounts(_JsonFunc):
+    """`{status: count}` over the entries of `inline_citations`, for every support status (`support_status`),
+    in one pass: a JSON object (`JSONField`), its counts adding up to the number of entries."""
 
-    output_field = IntegerField()
+    output_field = JSONField()
 
-    def __init__(self, status: str) -> None:
-        if status not in SUPPORT_STATUSES:
-            raise ValueError(f"unknown support status {status!r}")
+    def __init__(self) -> None:
         super().__init__("inline_citations")
-        self.status = status
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         (column,), params = self._columns(compiler, connection)
-        status = postgresql_support_status_sql("e")
-        return f"(SELECT count(*) FROM jsonb_array_elements({column}) AS e WHERE {status} = %s)", [*params, self.status]
+        pairs = _pairs("count(*) FILTER (WHERE status = '{status}')")
+        return f"(SELECT jsonb_build_object({pairs}) FROM ({postgresql_support_statuses(column)}) AS s)", params
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
         (column,), params = self._columns(compiler, connection)
-        status = sqlite_support_status_sql()
-        return f"(SELECT count(*) FROM json_each({column}) AS e WHERE {status} = %s)", [*params, self.status]
+        pairs = _pairs("coalesce(sum(status = '{status}'), 0)")
+        return f"(SELECT json_object({pairs}) FROM ({sqlite_support_statuses(column)}))", params
+
+
+def _pairs(count: str) -> str:
+    """`'status', <count of it>` for each support status: a JSON object constructor's arguments."""
+    return ", ".join(f"'{status}', {count.format(status=status)}" for status in SUPPORT_STATUSES)

@@ -180,7 +180,7 @@ def sqlite_account_id(e: str = "e") -> str:
 
 
 # -- support (SPEC 15, docs/support.md) -------------------------------------------
-# The support status of one inline citation, as `citations.support.support_status` reads it: the stored
+# The support status of each inline citation, as `citations.support.support_status` reads it: the stored
 # `support`'s status when `read_support` reads it, else `unchecked`. Spelled in SQL (not jsonpath) for the
 # exact test, since only SQL tells a JSON integer (`5`) from a number Python reads as a float (`5.0`).
 
@@ -188,15 +188,15 @@ def sqlite_account_id(e: str = "e") -> str:
 def jsonpath_support_any(statuses: tuple[str, ...]) -> str:
     """A jsonpath for `inline_citations @? path`: some entry whose `support.status` is one of `statuses`.
 
-    A GIN-indexable prefilter only (a superset): the exact status is `postgresql_support_status_sql`'s.
+    A GIN-indexable prefilter only (a superset): the exact status is `postgresql_support_statuses`'s.
     """
     arms = " || ".join(f"@.support.status == {json.dumps(status)}" for status in statuses)
     return f"$[*] ? ({arms})"
 
 
-def postgresql_support_status_sql(element: str) -> str:
-    """SQL of the support status of one `jsonb_array_elements` value `element` (`unchecked` when unreadable)."""
-    s = f"({element} -> 'support')"
+def _pg_support_readable() -> str:
+    """SQL: the `support` of the `jsonb_array_elements` value `e` is one `read_support` reads."""
+    s = "(e -> 'support')"
     unmatched = f"(CASE WHEN jsonb_typeof({s} -> 'unmatched') = 'array' THEN {s} -> 'unmatched' ELSE '[]' END)"
     # Each figure: an object with a string `text` and integer `start` <= `end`, both >= 0. A jsonb number's
     # text has no exponent, so the digits test is exact; the CASE keeps the casts from a non-number.
@@ -207,40 +207,85 @@ def postgresql_support_status_sql(element: str) -> str:
         " THEN (u ->> 'start')::numeric <= (u ->> 'end')::numeric ELSE false END"
     )
     digest = f"({s} -> 'digest')"
-    readable = (
-        f"jsonb_typeof({element}) = 'object' AND jsonb_typeof({s}) = 'object'"
+    return (
+        f"(jsonb_typeof(e) = 'object' AND jsonb_typeof({s}) = 'object'"
         f" AND jsonb_typeof({s} -> 'status') = 'string' AND ({s} ->> 'status') IN {_STATUSES_SQL}"
         f" AND jsonb_typeof({s} -> 'unmatched') = 'array'"
         f" AND ({digest} IS NULL OR jsonb_typeof({digest}) = 'null'"
         f" OR (jsonb_typeof({digest}) = 'string' AND ({s} ->> 'digest') ~ '^sha256:[0-9a-f]{{64}}$'))"
-        f" AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements({unmatched}) AS u WHERE NOT ({figure_ok}))"
+        f" AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements({unmatched}) AS u WHERE NOT ({figure_ok})))"
     )
-    return f"(CASE WHEN {readable} THEN {s} ->> 'status' ELSE '{UNCHECKED}' END)"
 
 
-def sqlite_support_status_sql(e: str = "e") -> str:
-    """SQL of the support status of one `json_each` row `e` (`unchecked` when unreadable)."""
-    v = f"{e}.value"
+def postgresql_support_statuses(column: str) -> str:
+    """A query of one row per entry of the jsonb array `column`: its support status, as `status`.
+
+    `OFFSET 0` keeps PostgreSQL from inlining the status into each use of it (a count per status would
+    compute it once per status).
+    """
+    status = f"CASE WHEN {_pg_support_readable()} THEN e -> 'support' ->> 'status' ELSE '{UNCHECKED}' END"
+    return f"SELECT {status} AS status FROM jsonb_array_elements({column}) AS e OFFSET 0"
+
+
+def postgresql_support_in(column: str, count: int) -> str:
+    """SQL: some entry of `column` has a support status among `count` parameters, none of them `unchecked`.
+
+    The stored status is compared first (cheap, and PostgreSQL orders a WHERE's conditions by cost); only an
+    entry that names one is read whole.
+    """
+    placeholders = ", ".join(["%s"] * count)
+    return (
+        f"EXISTS (SELECT 1 FROM jsonb_array_elements({column}) AS e"
+        f" WHERE (e -> 'support' ->> 'status') IN ({placeholders}) AND {_pg_support_readable()})"
+    )
+
+
+def _sqlite_support_readable() -> str:
+    """SQL: `s`, the JSON text of an entry's `support` object, is one `read_support` reads."""
     figure_ok = (
         "CASE WHEN u.type = 'object' THEN json_type(u.value, '$.text') IS 'text'"
         " AND json_type(u.value, '$.start') IS 'integer' AND json_type(u.value, '$.end') IS 'integer'"
         " AND json_extract(u.value, '$.start') >= 0"
         " AND json_extract(u.value, '$.start') <= json_extract(u.value, '$.end') ELSE 0 END"
     )
-    digest_type = f"json_type({v}, '$.support.digest')"
-    digest = f"json_extract({v}, '$.support.digest')"
-    readable = (
-        f"json_type({v}, '$.support') IS 'object' AND json_type({v}, '$.support.status') IS 'text'"
-        f" AND json_extract({v}, '$.support.status') IN {_STATUSES_SQL}"
-        f" AND json_type({v}, '$.support.unmatched') IS 'array'"
+    digest_type, digest = "json_type(s, '$.digest')", "json_extract(s, '$.digest')"
+    return (
+        f"(json_type(s, '$.status') IS 'text' AND json_extract(s, '$.status') IN {_STATUSES_SQL}"
+        " AND json_type(s, '$.unmatched') IS 'array'"
         f" AND ({digest_type} IS NULL OR {digest_type} IS 'null' OR ({digest_type} IS 'text'"
         f" AND length({digest}) = 71 AND substr({digest}, 1, 7) = 'sha256:'"
         f" AND NOT glob('*[^0-9a-f]*', substr({digest}, 8))))"
-        f" AND NOT EXISTS (SELECT 1 FROM json_each({v}, '$.support.unmatched') AS u WHERE NOT ({figure_ok}))"
+        f" AND NOT EXISTS (SELECT 1 FROM json_each(s, '$.unmatched') AS u WHERE NOT ({figure_ok})))"
     )
-    # `e.value` is JSON text only for objects: the outer CASE keeps it from being parsed otherwise.
-    inner = f"CASE WHEN {readable} THEN json_extract({v}, '$.support.status') ELSE '{UNCHECKED}' END"
-    return f"(CASE WHEN {e}.type = 'object' THEN {inner} ELSE '{UNCHECKED}' END)"
+
+
+def _sqlite_supports(column: str) -> str:
+    """A query of each entry's `support` JSON text as `s` (NULL when the entry or its support is no object).
+
+    Read out of the entry once: SQLite parses JSON text on every call, and a support is much shorter than
+    its entry. `e.value` is JSON text only for objects, hence the CASE.
+    """
+    support = (
+        "CASE WHEN e.type = 'object' AND json_type(e.value, '$.support') IS 'object'"
+        " THEN json_extract(e.value, '$.support') END"
+    )
+    return f"SELECT {support} AS s FROM json_each({column}) AS e"
+
+
+def sqlite_support_statuses(column: str) -> str:
+    """A query of one row per entry of the JSON array `column`: its support status, as `status`."""
+    readable = _sqlite_support_readable()
+    status = f"CASE WHEN s IS NOT NULL AND {readable} THEN json_extract(s, '$.status') ELSE '{UNCHECKED}' END"
+    return f"SELECT {status} AS status FROM ({_sqlite_supports(column)})"
+
+
+def sqlite_support_in(column: str, count: int) -> str:
+    """As `postgresql_support_in`, on SQLite (whose AND stops at the first false condition)."""
+    placeholders = ", ".join(["%s"] * count)
+    return (
+        f"EXISTS (SELECT 1 FROM ({_sqlite_supports(column)})"
+        f" WHERE s IS NOT NULL AND json_extract(s, '$.status') IN ({placeholders}) AND {_sqlite_support_readable()})"
+    )
 
 
 _STATUSES_SQL = "(" + ", ".join(f"'{status}'" for status in SUPPORT_STATUSES) + ")"

@@ -15,9 +15,8 @@ from django.db.models import Count, F, JSONField, Max, OuterRef, Q, QuerySet, Su
 from django.db.models.functions import Cast, Coalesce
 
 from chat import hot_reads
-from chat.citation_queries import CitationCount, SupportCount
+from chat.citation_queries import CitationCount, SupportCounts
 from chat.models import ChatLog, ChatSession
-from citations.support import SUPPORT_STATUSES, UNCHECKED
 from citations.uuids import parse_uuid
 
 SESSION_ORDER = hot_reads.SESSION_ORDER
@@ -222,23 +221,11 @@ def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) ->
     ).annotate(malformed_total=F("citation_total") - F("typed_total") - F("untyped_total"))
 
 
-#: The annotation `chat_logs_with_support_counts` puts each support status's count under (SPEC 15).
-SUPPORT_COUNT_FIELDS: dict[str, str] = {status: f"support_{status}" for status in SUPPORT_STATUSES}
-
-
 def chat_logs_with_support_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLog]:
-    """`queryset` (default: every log) annotated with its inline citations per support status, computed by the
-    database (`SUPPORT_COUNT_FIELDS`: `support_supported`, ...; `citations.support.support_status`, a missing
-    or malformed support counting as `unchecked`; they add up to the number of inline citations).
-    Staff-only: no user scoping here.
+    """`queryset` (default: every log) annotated with `support_counts`: `{status: count}` of its inline
+    citations for each support status (SPEC 15; `citations.support.support_status`, a missing or malformed
+    support counting as `unchecked`), computed by the database in one pass over the JSON. Staff-only: no
+    user scoping here.
     """
     queryset = ChatLog.objects.all() if queryset is None else queryset
-    checked = [status for status in SUPPORT_STATUSES if status != UNCHECKED]
-    queryset = queryset.annotate(
-        inline_total=CitationCount("inline_citations"),
-        **{SUPPORT_COUNT_FIELDS[status]: SupportCount(status) for status in checked},
-    )
-    unchecked: Any = F("inline_total")
-    for status in checked:
-        unchecked = unchecked - F(SUPPORT_COUNT_FIELDS[status])
-    return queryset.annotate(**{SUPPORT_COUNT_FIELDS[UNCHECKED]: unchecked})
+    return queryset.annotate(support_counts=SupportCounts())

@@ -25,7 +25,7 @@ from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.db.models import F, Q, QuerySet, Subquery
+from django.db.models import Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.http import HttpRequest
 from django.urls import reverse
@@ -45,7 +45,7 @@ from chat.citation_queries import (
     SourceContains,
 )
 from chat.models import ChatLog
-from chat.selectors import SUPPORT_COUNT_FIELDS, chat_logs_with_citation_counts, chat_logs_with_support_counts
+from chat.selectors import chat_logs_with_citation_counts, chat_logs_with_support_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
 from citations.support import PARTLY_SUPPORTED, SUPPORT_STATUSES, UNSUPPORTED, support_status
 from citations.uuids import parse_uuid
@@ -170,8 +170,7 @@ class ChatLogChangeList(ChangeList):
         queryset = super().get_queryset(request, exclude_parameters)
         queryset = queryset.annotate(question_head=Substr("user_message", 1, QUESTION_PREVIEW_LENGTH + 1))
         queryset = chat_logs_with_support_counts(chat_logs_with_citation_counts(queryset))
-        flagged = F(SUPPORT_COUNT_FIELDS[PARTLY_SUPPORTED]) + F(SUPPORT_COUNT_FIELDS[UNSUPPORTED])
-        return queryset.annotate(support_flagged=flagged).defer(*LIST_DEFERRED_FIELDS)
+        return queryset.defer(*LIST_DEFERRED_FIELDS)
 
 
 @admin.register(ChatLog)
@@ -319,11 +318,13 @@ class ChatLogAdmin(ReadOnlyAdmin):
     def malformed_column(self, log: ChatLogWithCounts) -> int:
         return log.malformed_total
 
-    @admin.display(description="support", ordering="support_flagged")
+    @admin.display(description="support")
     def support_column(self, log: ChatLog) -> str:
-        # Counts over `inline_citations` per support status, computed by the database; one line per status held.
-        counts = [(getattr(log, SUPPORT_COUNT_FIELDS[status]), SHORT_LABELS[status]) for status in SUPPORT_STATUSES]
-        return format_html_join("", "<div>{} {}</div>", [(n, label) for n, label in counts if n])
+        # Counts over `inline_citations` per support status, computed by the database in one pass
+        # (`chat_logs_with_support_counts`); one line per status held.
+        counts = getattr(log, "support_counts", None) or {}
+        lines = [(counts.get(status, 0), SHORT_LABELS[status]) for status in SUPPORT_STATUSES]
+        return format_html_join("", "<div>{} {}</div>", [(n, label) for n, label in lines if n])
 
     @admin.display(description="session", ordering="session__title")
     def session_link(self, log: ChatLog) -> str:

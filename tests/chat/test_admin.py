@@ -46,16 +46,12 @@ def test_the_support_filter_keeps_the_logs_with_a_citation_of_that_status(staff_
 def test_the_list_counts_each_status_of_a_logs_inline_citations(staff_client, support_logs):
     (sums, document, _, _), old = support_logs
     response = staff_client.get(LIST_URL)
-    rows = {log.pk: log for log in response.context["cl"].result_list}
-    counts = ("support_supported", "support_partly_supported", "support_unsupported", "support_unchecked")
-    assert tuple(getattr(rows[sums.pk], name) for name in counts) == (4, 1, 0, 0)
-    assert tuple(getattr(rows[document.pk], name) for name in counts) == (2, 0, 1, 1)
-    assert tuple(getattr(rows[old.pk], name) for name in counts) == (0, 0, 0, 1)
+    rows = {log.pk: log.support_counts for log in response.context["cl"].result_list}
+    assert rows[sums.pk] == {"supported": 4, "partly_supported": 1, "unsupported": 0, "unchecked": 0}
+    assert rows[document.pk] == {"supported": 2, "partly_supported": 0, "unsupported": 1, "unchecked": 1}
+    assert rows[old.pk] == {"supported": 0, "partly_supported": 0, "unsupported": 0, "unchecked": 1}
     html = response.content.decode()
     assert "<div>2 supported</div><div>1 unsupported</div><div>1 unchecked</div>" in html
-    # Ordered by the flagged count (partly supported + unsupported).
-    header = re.search(r'<th scope="col" class="sortable[^"]*column-support_column', html)
-    assert header is not None
 
 
 def test_a_logs_page_marks_each_figure_not_found_in_its_span_beside_the_cited_text(staff_client, support_logs):
