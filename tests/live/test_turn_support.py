@@ -7,10 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections import Counter
 
 import pytest
+from prometheus_client import REGISTRY
 
 from chat.models import ChatLog
+from citations.support import SUPPORT_STATUSES
 from live.checkpoint import TurnState
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.tasks import run_live_turn
@@ -19,6 +22,14 @@ from tests.cases import golden_params
 from tests.live_support import SQL_OUTPUTS, cite, script, step, text, tool_use, wait_for_turns
 from tests.live_turns_support import check_events_equal_get, run_turn
 from tests.support_turns import CASES, TOOL_FACTORIES, live_steps
+
+
+def _live_counts() -> dict[str, float]:
+    return {
+        status: REGISTRY.get_sample_value("silvia_citation_support_total", {"path": "live", "status": status}) or 0.0
+        for status in (*SUPPORT_STATUSES, "none")
+    }
+
 
 #: maya's API client (tests/live_turns_support.py), bound here for this module.
 client = live_turns_support.client
@@ -29,8 +40,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("case", golden_params(CASES))
 def test_a_live_turn_streams_stores_and_serves_the_hand_computed_support(client, recorded_model, settings, case):
     settings.LIVE_TOOL_FACTORIES = TOOL_FACTORIES
+    before = _live_counts()
     session_id, events = run_turn(client, recorded_model, *live_steps(case["record"]))
+    moved = Counter({status: n - before[status] for status, n in _live_counts().items()})
     stored = check_events_equal_get(client, session_id, events)
+    # docs/metrics.md: the worker counted the stored turn's citations by support status.
+    assert +moved == Counter(citation["support"]["status"] for citation in case["expect"]["inline_citations"])
     assert [data["citation"] for _, name, data in events if name == "citation"] == case["expect"]["inline_citations"]
     assert (stored["response"], stored["citations"], stored["inline_citations"]) == (
         case["expect"]["response"],
