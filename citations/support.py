@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, NamedTuple, TypeGuard
 
 from citations.utf16 import utf16_length
 
@@ -50,6 +50,7 @@ __all__ = [
     "read_support",
     "source_digest",
     "support_status",
+    "unmatched_figures",
 ]
 
 SUPPORTED: Final = "supported"
@@ -77,35 +78,48 @@ _SIGNS = "-+\u2212"  # U+2212 is the minus sign
 _WORD_SCALES = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12}
 _LETTER_SCALES = {"k": 3, "K": 3, "M": 6, "mn": 6, "B": 9, "bn": 9}
 _NUMBER = re.compile(
+    r"(?=[$€£¥₹U.0-9])(?<!\w)"  # where a figure can start, not inside a word: the engine skips the rest quickly
     r"(?:(?P<currency>(?:US)?[$€£¥₹])(?P<sign>[-+\u2212])?)?"  # "$-5"; a sign before it is read apart
     r"(?:(?P<int>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?:\.(?P<frac>[0-9]+))?|\.(?P<bare>[0-9]+))"
     r"(?:e(?P<exp>[-+][0-9]{1,3}))?"  # as Python prints a float: 1e-05, 1.5e+20
     r"(?:(?P<letter>k|K|M|mn|B|bn)|\s?(?P<word>thousand|million|billion|trillion))?"
     r"(?P<percent>\s?%|\spercent\b)?"
+    r"(?!\w)"  # nor ending inside one ("j1m4", "401k" aside: a letter scale is read, then refused)
 )
+_DIGIT = re.compile("[0-9]")
 _MONTH = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December"
     r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?"
 )
 # What holds no figure (its `mask` group): a date's month and day (its year stays a figure), a time, a list
-# item's marker at a line's start.
-_NOT_FIGURES = tuple(
-    re.compile(pattern)
-    for pattern in (
-        r"(?<![\w.-])[0-9]{4}(?P<mask>-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12][0-9]|3[01]))?"  # 2025-01-15
-        r"(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[-+][0-9]{2}:?[0-9]{2})?)?)(?![\w-])",
-        r"(?<![\w./])(?P<mask>[0-9]{1,2}/[0-9]{1,2}/)[0-9]{4}(?![\w/])",  # 1/15/2025
-        r"(?<![\w./])(?P<mask>[0-9]{1,2}/[0-9]{1,2}/[0-9]{2})(?![\w/])",  # 1/15/25
-        r"\b" + _MONTH + r" (?P<mask>[0-9]{1,2}(?:st|nd|rd|th)?)\b(?![:.,][0-9])",  # January 15
-        r"\b(?P<mask>[0-9]{1,2}(?:st|nd|rd|th)?) (?:of )?" + _MONTH + r"\b",  # 15 January
-        r"(?<![\w:.])(?P<mask>[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)(?![\w:])",  # 10:30
-        r"(?m)^[ \t]*(?P<mask>[0-9]{1,3}[.)])(?=[ \t])",  # "1. " opening a line
+# item's marker at a line's start. Each group of patterns is tried only when the text holds what they need (a
+# quick scan with a literal start, which the regular expression engine searches fast): most texts hold none.
+_NOT_FIGURES: tuple[tuple[re.Pattern[str], tuple[re.Pattern[str], ...]], ...] = tuple(
+    (re.compile(hint), tuple(re.compile(pattern) for pattern in patterns))
+    for hint, patterns in (
+        (
+            "[0-9][-/:][0-9]",
+            (
+                r"(?<![\w.-])[0-9]{4}(?P<mask>-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12][0-9]|3[01]))?"  # 2025-01-15
+                r"(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[-+][0-9]{2}:?[0-9]{2})?)?)(?![\w-])",
+                r"(?<![\w./])(?P<mask>[0-9]{1,2}/[0-9]{1,2}/)[0-9]{4}(?![\w/])",  # 1/15/2025
+                r"(?<![\w./])(?P<mask>[0-9]{1,2}/[0-9]{1,2}/[0-9]{2})(?![\w/])",  # 1/15/25
+                r"(?<![\w:.])(?P<mask>[0-9]{1,2}:[0-9]{2}(?::[0-9]{2})?)(?![\w:])",  # 10:30
+            ),
+        ),
+        (
+            "[JFMASOND][aepuco][nbrylgptvc]",
+            (
+                r"\b" + _MONTH + r" (?P<mask>[0-9]{1,2}(?:st|nd|rd|th)?)\b(?![:.,][0-9])",  # January 15
+                r"\b(?P<mask>[0-9]{1,2}(?:st|nd|rd|th)?) (?:of )?" + _MONTH + r"\b",  # 15 January
+            ),
+        ),
+        ("(?m:^)[ \t]*[0-9]{1,3}[.)][ \t]", (r"(?m)^[ \t]*(?P<mask>[0-9]{1,3}[.)])(?=[ \t])",)),  # a list marker
     )
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Figure:
+class Figure(NamedTuple):
     """One number written in a text (docs/support.md#what-is-a-number).
 
     `text` as written (sign, currency symbol, separators, scale and `%`
@@ -172,7 +186,11 @@ def _is_identifier_part(text: str, start: int, end: int) -> bool:
 
 def _masked(text: str) -> list[tuple[int, int]]:
     """The spans of `text` that hold no figure, in order: dates' months and days, times, list markers."""
-    return sorted(match.span("mask") for pattern in _NOT_FIGURES for match in pattern.finditer(text))
+    spans = []
+    for hint, patterns in _NOT_FIGURES:
+        if hint.search(text):
+            spans += [match.span("mask") for pattern in patterns for match in pattern.finditer(text)]
+    return sorted(spans)
 
 
 def _sign_before(text: str, at: int) -> bool:
@@ -180,23 +198,10 @@ def _sign_before(text: str, at: int) -> bool:
     return at > 0 and text[at - 1] in _SIGNS and not (at > 1 and (_is_word(text[at - 2]) or text[at - 2] in ".,"))
 
 
-def _figure(match: re.Match[str], text: str) -> Figure | None:
-    """The figure `match` wrote, its sign included; None when it is none: a letter scale without a currency
-    symbol or a decimal point (`401k`, `3M`)."""
-    groups = match.groupdict()
-    digits = (groups["int"] or "").replace(",", "")
-    fraction = groups["frac"] or groups["bare"] or ""
-    if groups["letter"] and not (groups["currency"] or fraction):
-        return None
-    scale = _LETTER_SCALES.get(groups["letter"] or "", 0) + _WORD_SCALES.get(groups["word"] or "", 0)
-    start = match.start() - 1 if _sign_before(text, match.start()) else match.start()
-    return Figure(
-        text=text[start : match.end()],
-        start=start,
-        end=match.end(),
-        mantissa=int(digits + fraction),
-        unit=int(groups["exp"] or 0) + scale - len(fraction),
-    )
+# Characters beside a number that may make it part of a name (`_is_identifier_part` decides: before it, or
+# after it and followed by a word character); a word character beside it never lets it match (`_NUMBER`).
+_NAME_BEFORE = frozenset('-."')
+_NAME_AFTER = frozenset('.,-("')
 
 
 def find_figures(text: str) -> list[Figure]:
@@ -211,21 +216,83 @@ def find_figures(text: str) -> list[Figure]:
     date's month and day (its year is one), times, a list item's marker,
     numbers written in words. Never raises.
     """
-    holes = iter(_masked(text))
-    hole = next(holes, None)
-    figures = []
-    for match in _NUMBER.finditer(text):
-        start, end = match.span()
-        while hole is not None and hole[1] <= start:
-            hole = next(holes, None)
-        if hole is not None and hole[0] < end:
-            continue  # a date's month or day, a time, a list marker
-        if _is_identifier_part(text, start, end):
-            continue
-        figure = _figure(match, text)
-        if figure is not None:
-            figures.append(figure)
-    return figures
+    if not _DIGIT.search(text):
+        return []
+    holes = _masked(text)
+    figures = (_figure_of(match, text, holes) for match in _NUMBER.finditer(text))
+    return [figure for figure in figures if figure is not None]
+
+
+def _figure_of(match: re.Match[str], text: str, holes: list[tuple[int, int]]) -> Figure | None:
+    """The figure a `_NUMBER` match of `text` wrote (its sign included), or None when it is none: inside a date,
+    a time or a list marker (`holes`), part of a name, a letter scale without a currency symbol or a decimal
+    point (`401k`, `3M`). Its groups are read by position (`_NUMBER`'s order): it runs for every number of
+    every cited text and span (bench/support.py)."""
+    start, end = match.span()
+    if holes and any(low < end and start < high for low, high in holes):
+        return None
+    size = len(text)
+    beside_a_name = (start and text[start - 1] in _NAME_BEFORE) or (
+        end + 1 < size and text[end] in _NAME_AFTER and (text[end + 1].isalnum() or text[end + 1] == "_")
+    )
+    if beside_a_name and _is_identifier_part(text, start, end):
+        return None
+    currency, _, digits, fraction, bare, exponent, letter, word, _ = match.groups()
+    fraction = fraction or bare or ""
+    unit = -len(fraction)
+    if letter:
+        if not (fraction or currency):
+            return None
+        unit += _LETTER_SCALES[letter]
+    elif word:
+        unit += _WORD_SCALES[word]
+    if exponent:
+        unit += int(exponent)
+    if start and text[start - 1] in _SIGNS and _sign_before(text, start):
+        start -= 1
+    if digits and "," in digits:
+        digits = digits.replace(",", "")
+    return Figure(text[start:end], start, end, int((digits or "") + fraction), unit)
+
+
+def _found_as_written(figure: Figure, text: str) -> bool:
+    """Whether a number of `text` equal to `figure` at its precision is found by looking where `figure`'s
+    whole part is written (`7500` or `7,500`, a currency symbol before it or not): a quick way to the answer
+    `FigureMatcher` gives for a copied or rounded figure.
+
+    A place where `find_figures` would start a number (not right after a word character, a decimal point, a
+    thousands separator or an exponent's sign) gives the number read there, as it reads it: a witness. False
+    says nothing (the caller asks `FigureMatcher`); tests/citations/test_support.py ties the two.
+    """
+    whole = figure.mantissa // 10**-figure.unit if figure.unit < 0 else figure.mantissa * 10**figure.unit
+    holes: list[tuple[int, int]] | None = None
+    tries = 0
+    for digits in (str(whole), f"{whole:,}") if whole >= 1000 else (str(whole),):
+        at = text.find(digits)
+        while at >= 0 and tries < 8:
+            tries += 1
+            start = at
+            if start and text[start - 1] in _CURRENCY:
+                start -= 3 if text[start - 3 : start - 1] == "US" else 1
+            before = text[start - 1] if start > 0 else ""
+            starts_a_number = not before or not (
+                before.isalnum() or before in "_.," or (before in _SIGNS and text[start - 2 : start - 1] == "e")
+            )
+            match = _NUMBER.match(text, start) if starts_a_number else None
+            if match is not None:
+                holes = _masked(text) if holes is None else holes
+                cited = _figure_of(match, text, holes)
+                if cited is not None and _within(cited, figure):
+                    return True
+            at = text.find(digits, at + 1)
+    return False
+
+
+def _within(cited: Figure, figure: Figure) -> bool:
+    """Whether `cited`'s magnitude is within half a unit of `figure`'s last written digit (inclusive)."""
+    scale = min(cited.unit, figure.unit - 1)
+    value = figure.mantissa * 10 ** (figure.unit - scale)
+    return abs(cited.mantissa * 10 ** (cited.unit - scale) - value) <= 5 * 10 ** (figure.unit - 1 - scale)
 
 
 # --- matching a figure of the span against the cited text --------------------------------------------
@@ -246,6 +313,7 @@ class FigureMatcher:
 
     def __init__(self, cited: Sequence[Figure]) -> None:
         self._cited = list(cited)
+        self._finest = min((figure.unit for figure in self._cited), default=0)
         self._scale: int | None = None
         self._values: list[int] = []
         self._sorted: list[int] = []
@@ -259,7 +327,7 @@ class FigureMatcher:
 
     def matches(self, figure: Figure) -> bool:
         """Whether `figure` is, at its precision, a cited number, a sum of two or more or a difference of two."""
-        scale = min([figure.unit - 1, *(cited.unit for cited in self._cited)])
+        scale = min(figure.unit - 1, self._finest)
         if self._scale is None or scale < self._scale:
             self._rescale(scale)
         assert self._scale is not None
@@ -327,7 +395,8 @@ class SourceText:
     """The texts of one `search_result` block (a list of str, as `SearchResult.texts`), read when first asked.
 
     `texts` may be any sequence, a lazy one included (a SQL block renders its
-    rows on first read); the collapsed forms and the digest are computed once.
+    rows on first read); the joined and collapsed forms and the digest are
+    computed once, when first needed.
     """
 
     def __init__(self, texts: Sequence[str]) -> None:
@@ -338,19 +407,31 @@ class SourceText:
         return tuple(self._texts)
 
     @cached_property
-    def digest(self) -> str:
-        return source_digest(self.texts)
+    def joined(self) -> str:
+        """The texts joined with `"\\n"`: what the digest is of."""
+        return "\n".join(self.texts)
 
     @cached_property
-    def _collapsed(self) -> tuple[str, str]:
-        # Anthropic does not say what joins the texts of a multi-text citation (docs/support.md#the-quote):
-        # a newline and nothing are both tried.
-        return collapse_whitespace("\n".join(self.texts)), collapse_whitespace("".join(self.texts))
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.joined.encode("utf-8")).hexdigest()
+
+    @cached_property
+    def _collapsed(self) -> str:
+        return collapse_whitespace(self.joined)
+
+    @cached_property
+    def _glued(self) -> str:
+        return collapse_whitespace("".join(self.texts))
 
     def holds(self, quote: str) -> bool:
-        """Whether the collapsed, non-empty `quote` is in the block's texts, joined and collapsed."""
-        joined, glued = self._collapsed
-        return quote in joined or quote in glued
+        """Whether the collapsed, non-empty `quote` is in the block's texts, joined and collapsed.
+
+        Anthropic does not say what joins the texts of a multi-text citation
+        (docs/support.md#the-quote): a newline, then nothing, are tried. (A
+        quote found as written in `joined` is in it collapsed too: callers
+        look there first.)
+        """
+        return quote in self._collapsed or (len(self.texts) > 1 and quote in self._glued)
 
 
 # --- one citation's support -------------------------------------------------------------------------------
@@ -378,14 +459,12 @@ def citation_support(
     """
     if not blocks:
         return dict(UNCHECKED_SUPPORT, unmatched=[])
-    quote = collapse_whitespace(cited_text)
-    found = _found_in(quote, blocks) if quote else None
+    found = _found_in(cited_text, blocks) if cited_text and not cited_text.isspace() else None
     figures = find_figures(span)
     if found is None:
         status, unmatched = UNSUPPORTED, figures
     else:
-        matcher = FigureMatcher(find_figures(cited_text))
-        unmatched = [figure for figure in figures if not matcher.matches(figure)]
+        unmatched = unmatched_figures(figures, cited_text)
         status = PARTLY_SUPPORTED if unmatched else SUPPORTED
     try:
         digest = (found or blocks[0]).digest
@@ -394,15 +473,34 @@ def citation_support(
     return {"status": status, "unmatched": _offsets(span, span_start, unmatched), "digest": digest}
 
 
-def _found_in(quote: str, blocks: Sequence[SourceText]) -> SourceText | None:
-    """The first block holding `quote`; else, when it runs across blocks of the source, all of them joined in
-    the order written; else None."""
+def unmatched_figures(figures: Sequence[Figure], cited_text: str) -> list[Figure]:
+    """The figures of a span that are, at their precision, neither a number of `cited_text` nor a sum of two
+    or more of them nor a difference of two (`FigureMatcher`), in order.
+
+    A figure found where its digits are written (`_found_as_written`) is matched without reading the whole
+    cited text; the others are asked of `FigureMatcher`, which reads it once.
+    """
+    rest = [figure for figure in figures if not _found_as_written(figure, cited_text)]
+    if not rest:
+        return []
+    matcher = FigureMatcher(find_figures(cited_text))
+    return [figure for figure in rest if not matcher.matches(figure)]
+
+
+def _found_in(cited_text: str, blocks: Sequence[SourceText]) -> SourceText | None:
+    """The first block holding the quote (`cited_text` as written, else collapsed); else, when it runs across
+    blocks of the source, all of them joined in the order written; else None."""
+    quote: str | None = None
+    for block in blocks:
+        if cited_text in block.joined:
+            return block
+    quote = collapse_whitespace(cited_text)
     for block in blocks:
         if block.holds(quote):
             return block
     if len(blocks) > 1:
         whole = SourceText([text for block in blocks for text in block.texts])
-        if whole.holds(quote):
+        if cited_text in whole.joined or whole.holds(quote):
             return whole
     return None
 

@@ -22,6 +22,7 @@ from citations.support import (
     find_figures,
     read_support,
     support_status,
+    unmatched_figures,
 )
 from citations.utf16 import utf16_length, utf16_slice
 from tests.cases import golden_params, load_cases
@@ -226,3 +227,25 @@ def test_the_matcher_rescales_to_the_finest_precision_asked():
     coarse, fine = find_figures("$2.9k and $2,930.35")
     assert matcher.matches(coarse) and matcher.matches(fine)
     assert not matcher.matches(find_figures("$2,930.34")[0])
+
+
+# The quick path (`_found_as_written`: a cited number found where a figure's digits are written) and
+# `FigureMatcher` over the whole cited text give the same answer (STYLE 13: a second path is tied to the first).
+_pieces = st.sampled_from(
+    [" ", "; ", ": ", ", ", "\n", "$", "-", "US$", "e", "a", "x7", "2025-01-15", "10:30", "1. ", '"', "(", ".", "%",
+     " million", "k", "1,2", "-"]
+)  # fmt: skip
+_numbers = st.builds(
+    lambda value, separators, currency: write(value, separators=separators, currency=currency),
+    st.decimals(min_value=0, max_value=10**7, places=2, allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.booleans(),
+)
+_texts = st.lists(_numbers | _pieces, max_size=14).map("".join)
+
+
+@given(cited=_texts, span=_texts)
+def test_the_quick_path_agrees_with_reading_the_whole_cited_text(cited, span):
+    figures = find_figures(span) + find_figures(cited)  # some copied, some not
+    matcher = FigureMatcher(find_figures(cited))
+    assert unmatched_figures(figures, cited) == [figure for figure in figures if not matcher.matches(figure)]
