@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             "derive: to_citable_content vs reading label + id columns", ["bench/derive.py", "--rows", "10000", "100000"]
         )
     )
-    results.append(_run_here("support: a live turn's assembler with and without citation support", ["bench/support.py"]))
+    results.append(
+        _run_here("support: a live turn's assembler with and without citation support", ["bench/support.py"])
+    )
     if not (BENCH / "backfill.py").is_file():
         notes.append("bench/backfill.py not found: backfill skipped")
     elif reason is not None:
