@@ -93,15 +93,29 @@ class SourceTexts:
         for block in blocks:
             self._blocks.setdefault(block.source, []).append(SourceText(block.text_sequence))
 
-    def add_tool_calls(self, events: Iterable[object]) -> None:
-        """Hold the blocks of each `{"type": "tool_call", "name", "input", "output"}` of `events` (a checkpoint's
-        recorded events), as `TurnAssembler.tool_call` held them; other events and malformed ones are passed over."""
-        for event in events:
-            if not isinstance(event, Mapping) or event.get("type") != "tool_call":
+    def add_tool_results(self, messages: Iterable[object]) -> None:
+        """Hold the `search_result` blocks of each `tool_result` in `messages` (a checkpoint's Messages API
+        messages), in order: the texts exactly as the model was sent them. Anything else is passed over."""
+        for message in messages:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if not (isinstance(message, Mapping) and message.get("role") == "user" and isinstance(content, list)):
                 continue
-            name, tool_input, output = event.get("name"), event.get("input"), event.get("output")
-            if isinstance(name, str) and isinstance(tool_input, Mapping) and isinstance(output, Mapping):
-                self.add(to_citable_content(name, tool_input, output))
+            for result in content:
+                blocks = result.get("content") if isinstance(result, Mapping) else None
+                if not (
+                    isinstance(result, Mapping) and result.get("type") == "tool_result" and isinstance(blocks, list)
+                ):
+                    continue
+                for block in blocks:
+                    if isinstance(block, Mapping) and block.get("type") == "search_result":
+                        self._add_block(block)
+
+    def _add_block(self, block: Mapping[str, Any]) -> None:
+        source, content = block.get("source"), block.get("content")
+        if not (isinstance(source, str) and isinstance(content, list)):
+            return
+        texts = [item["text"] for item in content if isinstance(item, Mapping) and isinstance(item.get("text"), str)]
+        self._blocks.setdefault(source, []).append(SourceText(texts))
 
     def blocks(self, source: str) -> Sequence[SourceText]:
         """The blocks written under `source`, in order (none when no tool call of the turn returned it)."""
@@ -284,8 +298,8 @@ class TurnAssembler:
 
         `{"answer", "inline", "skipped", "model", "replaced"}`; the summary and
         the offset follow from them. The sources' texts are not in it: they
-        are read again from the checkpoint's recorded tool calls
-        (`from_snapshot(..., tool_calls=...)`).
+        are read again from the tool results of the checkpoint's messages
+        (`from_snapshot(..., messages=...)`).
         """
         if self._step is not None:
             raise RuntimeError("a snapshot is taken between model steps")
@@ -299,13 +313,16 @@ class TurnAssembler:
 
     @classmethod
     def from_snapshot(
-        cls, value: object, registry: TurnRegistry, tool_calls: Iterable[object] = ()
+        cls, value: object, registry: TurnRegistry, messages: Iterable[object] = ()
     ) -> TurnAssembler | None:
         """The assembler `snapshot()` saved, with `registry`; None when `value` cannot be read.
 
-        `tool_calls` are the turn's recorded events (a checkpoint's `events`):
-        the blocks of its `tool_call`s are held again, so citations made after
-        the resume get the support they would have got (docs/support.md).
+        `messages` are the turn's Messages API messages (a checkpoint's
+        `messages`): the `search_result` blocks of its tool results are held
+        again as the model was sent them, so citations made after the resume
+        get the support they would have got (docs/support.md). (Not the
+        recorded tool outputs: PostgreSQL's jsonb reorders a row's keys, and
+        a SQL row's text follows them when the output names no columns.)
         """
         if not isinstance(value, Mapping):
             return None
@@ -328,7 +345,7 @@ class TurnAssembler:
         for entry in inline:
             assembler._record(dict(entry))
         assembler.skipped, assembler.model, assembler.replaced = dict(skipped), model, replaced
-        assembler.sources.add_tool_calls(tool_calls)
+        assembler.sources.add_tool_results(messages)
         return assembler
 
     # --- internals --------------------------------------------------------------

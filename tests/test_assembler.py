@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citations.assembler import AssembledTurn, TurnAssembler, assemble_record, replay
+from citations.citable import to_citable_content
 from citations.live_events import EventName
 from citations.registry import TurnRegistry
 from citations.turn import AssistantEvent, Event, ToolCallEvent, parse_turn_record
@@ -152,9 +153,10 @@ def test_a_snapshot_between_steps_resumes_to_the_same_turn():
     first = TurnAssembler()
     replay(TURN[:2], first)
     registry = TurnRegistry.from_json(json.loads(json.dumps(first.registry.to_json())))
-    # A checkpoint's recorded events: the tool calls' texts come back from them (support, docs/support.md).
-    recorded = [{"type": "tool_call", "id": SQL.id, "name": SQL.name, "input": SQL.input, "output": SQL.output}]
-    resumed = TurnAssembler.from_snapshot(json.loads(json.dumps(first.snapshot())), registry, recorded)
+    # A checkpoint's messages: the tool results' texts come back from them (support, docs/support.md).
+    blocks = [block.to_block() for block in to_citable_content(SQL.name, SQL.input, SQL.output)]
+    messages = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": SQL.id, "content": blocks}]}]
+    resumed = TurnAssembler.from_snapshot(json.loads(json.dumps(first.snapshot())), registry, messages)
     assert resumed is not None
     replay(TURN[2:], resumed)
     assert resumed.result() == replay(TURN).result()

@@ -10,6 +10,7 @@ import anthropic
 import pytest
 
 from citations.assembler import TurnAssembler, assemble_record, replay
+from citations.citable import to_citable_content
 from citations.registry import TurnRegistry
 from citations.turn import AssistantEvent, ToolCallEvent, parse_turn_record
 from devtools.recorded_model import RecordedModelServer
@@ -57,17 +58,30 @@ def test_a_case_streamed_gives_its_support_in_the_events_and_the_result(model, c
     assert [e.data["citation"] for e in sent if e.name == "citation"] == case["expect"]["inline_citations"]
 
 
+def call_of(call: ToolCallEvent) -> tuple:
+    return call.name, call.input, call.output
+
+
 @pytest.mark.parametrize("case", golden_params(CASES))
 def test_a_case_resumed_after_its_tool_calls_computes_the_same_support(case):
-    """A checkpoint holds the snapshot, the registry and the recorded events (live/checkpoint.py): the texts a
-    citation is checked against come back from the recorded tool calls."""
+    """A checkpoint holds the snapshot, the registry and the messages (live/checkpoint.py): the texts a citation
+    is checked against come back from the tool results' search_result blocks, as the model got them."""
     events = parse_turn_record(case["record"]).events
     split = next(i for i, event in enumerate(events) if isinstance(event, AssistantEvent))
     first = replay(events[:split])
-    recorded = [event for event in case["record"]["events"][:split] if event["type"] == "tool_call"]
+    results = [
+        {
+            "type": "tool_result",
+            "tool_use_id": call.id,
+            "content": [b.to_block() for b in to_citable_content(*call_of(call))],
+        }
+        for call in events[:split]
+        if isinstance(call, ToolCallEvent)
+    ]
+    messages = [{"role": "user", "content": "q"}, {"role": "user", "content": results}]
     snapshot = json.loads(json.dumps(first.snapshot()))
     registry = TurnRegistry.from_json(json.loads(json.dumps(first.registry.to_json())))
-    resumed = TurnAssembler.from_snapshot(snapshot, registry, json.loads(json.dumps(recorded)))
+    resumed = TurnAssembler.from_snapshot(snapshot, registry, json.loads(json.dumps(messages)))
     assert resumed is not None
     assert _row(replay(events[split:], resumed).result()) == case["expect"]
 

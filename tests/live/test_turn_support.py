@@ -61,7 +61,8 @@ ROWS = ("account_name: Credit card; balance: 1200", "account_name: Credit card; 
 @pytest.mark.parametrize("older", [False, True], ids=["checkpoint", "older checkpoint without assembler state"])
 def test_a_turn_resumed_from_its_checkpoint_computes_the_same_support(maya, recorded_model, older):
     """A worker died after the tool round: the turn resumes from its checkpoint (the assembler's snapshot, or
-    an older checkpoint's events replayed) and its citation is checked against the tool call's rows."""
+    an older checkpoint's events replayed) and its citation is checked against the tool call's rows as the
+    model got them (on PostgreSQL the checkpoint's jsonb reorders the recorded rows' keys: `source` first)."""
     first = {
         "type": "message",
         "role": "assistant",
@@ -71,11 +72,10 @@ def test_a_turn_resumed_from_its_checkpoint_computes_the_same_support(maya, reco
     }
     state = TurnState(messages=[{"role": "user", "content": "How much do I owe?"}], event_seq=3)
     state.assembler.assistant_message(first)
-    state.assembler.tool_call("execute_sql", {"query": "cards"}, SQL_OUTPUTS["cards"])
-    state.messages += [
-        {"role": "assistant", "content": first["content"]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "…"}]},
-    ]
+    blocks = state.assembler.tool_call("execute_sql", {"query": "cards"}, SQL_OUTPUTS["cards"])
+    # What the model was sent (live/tool_calls.py): the blocks a resumed turn's support is checked against.
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [block.to_block() for block in blocks]}
+    state.messages += [{"role": "assistant", "content": first["content"]}, {"role": "user", "content": [result]}]
     tool_call = {"type": "tool_call", "id": "toolu_1", "name": "execute_sql", "input": {"query": "cards"}}
     state.events = [{"type": "assistant", "message": first}, {**tool_call, "output": SQL_OUTPUTS["cards"]}]
     state.step = 1
