@@ -20,6 +20,7 @@ import gc
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from bench._timing import MIN_ROUNDS, Ratio, Timings  # noqa: E402
 DELTA = 12  # characters per text delta, as devtools/recorded_stream.py streams them
 
 
-def _feed(assembler: Any, events: list[Any]) -> int:
+def _feed(assembler: Any, events: Sequence[Any]) -> int:
     """Feed a validated record's events as a live turn does; the number of citations made."""
     from citations.turn import ToolCallEvent
 
