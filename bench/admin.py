@@ -11,18 +11,22 @@ temporary file, removed at the end.
 
 Rows are loaded with COPY (PostgreSQL) or executemany (SQLite), never through
 the service: mixed target kinds, 5 to 20 citations a row, each also an
-inline citation, account ids from a pool of owners. The PostgreSQL indexes of
+inline citation, account ids from a pool of owners; 80% of the rows carry
+support on their inline citations (`SUPPORT_WEIGHTS`; the rest are old rows
+without it). The PostgreSQL indexes of
 migration 0003 are dropped for the load and built after it, as a bulk load
 would (their build time is printed).
 
 Timed, median and p95 of `--runs` (default 10) after 2 untimed rounds, taking
 turns: `GET /admin/chat/chatlog/` through Django's test client as a
-superuser, with nothing, `?target_kind=account`, `?target_kind=untyped`, and
+superuser, with nothing, `?target_kind=account`, `?target_kind=untyped`,
+`?support=flagged` and `?support=unsupported` (SPEC 15: the support filter
+beside the kind filter, asked of the same GIN index), and
 `?q=<an account id>`; the baseline is raw SQL (psycopg / sqlite3) reading the
 same first 100 rows unfiltered with their session title and username, no
 JSON touched: the floor any first page costs. Goal: each page at most 300 ms.
 It then prints `EXPLAIN` of the page and count queries the admin ran for
-the kind filter and the account-id search.
+the kind filter, the support filters and the account-id search.
 """
 
 from __future__ import annotations
@@ -118,7 +122,23 @@ def generate_row(rng: random.Random, accounts: list[str]) -> tuple[list[dict[str
     if rng.random() < 0.01:
         citations[0] = {**citations[0], "target": {"kind": "account"}}
     inline = [{**entry, "start": 4 * n, "end": 4 * n + 3} for n, entry in enumerate(citations)]
+    old = rng.random() < 0.2  # saved before support existed: no `support` key
+    for n, entry in enumerate([] if old else inline):
+        entry["support"] = _support(rng, 4 * n)
     return citations, inline
+
+
+# Support statuses of a new row's inline citations (SPEC 15), with weights: most figures are found.
+SUPPORT_WEIGHTS = {"supported": 90, "partly_supported": 3, "unsupported": 1, "unchecked": 6}
+
+
+def _support(rng: random.Random, start: int) -> dict[str, Any]:
+    status = rng.choices(list(SUPPORT_WEIGHTS), weights=list(SUPPORT_WEIGHTS.values()))[0]
+    unmatched = (
+        [{"text": "$3", "start": start, "end": start + 2}] if status in ("partly_supported", "unsupported") else []
+    )
+    digest = None if status == "unchecked" else "sha256:" + rng.getrandbits(256).to_bytes(32, "big").hex()
+    return {"status": status, "unmatched": unmatched, "digest": digest}
 
 
 def owner_count(count: int) -> int:
@@ -286,6 +306,8 @@ def _measure(backend: str, target: str, count: int, runs: int, seed: int) -> int
         "unfiltered": {},
         "target_kind=account": {"target_kind": "account"},
         "target_kind=untyped": {"target_kind": "untyped"},
+        "support=flagged": {"support": "flagged"},
+        "support=unsupported": {"support": "unsupported"},
         "q=<account id>": {"q": account_id},
     }
 
@@ -309,7 +331,7 @@ def _measure(backend: str, target: str, count: int, runs: int, seed: int) -> int
             extra = f"  x{result.median / floor.median:6.1f} baseline  (goal <= {GOAL_MS:.0f} ms: {verdict})"
         print(result.line(name, width=28) + extra, flush=True)
 
-    for name in ("target_kind=account", "q=<account id>"):
+    for name in ("target_kind=account", "support=flagged", "support=unsupported", "q=<account id>"):
         with CaptureQueriesContext(connection) as captured:
             response = client.get("/admin/chat/chatlog/", cases[name])
         found = response.content.decode().count('class="action-select"')

@@ -18,6 +18,12 @@ The two take turns over `--rounds` rounds (at least 5), each into emptied
 tables. Goal: import turns/s >= 1/3 of the floor's (median, with the range
 of the per-round ratios).
 
+With `--baseline DIR` (another checkout with its own `.venv`, such as the
+tree before a change), that tree's `import_turns` imports the same file into
+the same emptied tables in the same rounds, taking turns with this one:
+goal, this tree's time at most 1.10x the baseline's (citation support,
+SPEC 15, checked against the tree before it).
+
 Then `--json-mb` (0 skips): records up to about that size, written as one
 pretty-printed `.json` list and as `.jsonl`; each is imported into emptied
 tables, `--json-rounds` times in turns, and the import process's peak RSS
@@ -54,6 +60,7 @@ from bench._timing import DEFAULT_SERVER_URL, MIN_ROUNDS, Ratio, Timings, postgr
 GOAL_FLOOR = 1 / 3
 GOAL_JSON = 2.0
 GOAL_JSON_MEMORY = 1.5
+GOAL_BASELINE = 1.10
 
 
 def example_records() -> list[dict[str, Any]]:
@@ -101,8 +108,9 @@ def _peak_rss_mib(pid: int) -> float | None:
     return None
 
 
-def run_import(django_url: str, path: Path) -> tuple[float, str, float]:
-    """`manage.py import_turns PATH` in a child process: (seconds, its summary line, its peak RSS in MiB).
+def run_import(django_url: str, path: Path, tree: Path = ROOT) -> tuple[float, str, float]:
+    """`manage.py import_turns PATH` of `tree` (its own `.venv` unless it is this one) in a child process:
+    (seconds, its summary line, its peak RSS in MiB).
 
     The peak is the child's own VmHWM, read every 10 ms while it runs (it only
     grows). Not `wait4`'s ru_maxrss: Linux carries the forking parent's peak
@@ -111,7 +119,7 @@ def run_import(django_url: str, path: Path) -> tuple[float, str, float]:
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "import_turns", str(path)], cwd=ROOT, env=django_env(django_url),
+            [_python(tree), "manage.py", "import_turns", str(path)], cwd=tree, env=django_env(django_url),
             stdout=out, stderr=err,
         )  # fmt: skip
         peak = 0.0
@@ -125,6 +133,10 @@ def run_import(django_url: str, path: Path) -> tuple[float, str, float]:
     if process.returncode != 0:
         raise RuntimeError(f"import_turns failed: {stderr[-2000:]}")
     return elapsed, stdout.strip().splitlines()[-1], peak
+
+
+def _python(tree: Path) -> str:
+    return sys.executable if tree == ROOT else str(tree / ".venv" / "bin" / "python")
 
 
 def empty_tables(conninfo: str) -> None:
@@ -172,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
     )
+    parser.add_argument("--baseline", type=Path, help="another checkout (with its .venv) whose import_turns to time")
     args = parser.parse_args(argv)
     server_url = postgres_server_url(args.database_url)
     with (
@@ -193,11 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         assert len(tables["ai_chat_logs"][2]) == args.records, (len(tables["ai_chat_logs"][2]), args.records)
         import_runs: list[float] = []
         floor_runs: list[float] = []
+        baseline_runs: list[float] = []
+        sides = ("import", "floor", *(("baseline",) if args.baseline else ()))
         for round_number in range(max(args.rounds, MIN_ROUNDS)):
-            for side in ("import", "floor") if round_number % 2 == 0 else ("floor", "import"):
+            for side in sides if round_number % 2 == 0 else sides[::-1]:
                 empty_tables(conninfo)
                 if side == "import":
                     import_runs.append(run_import(django_url, jsonl)[0])
+                elif side == "baseline":
+                    baseline_runs.append(run_import(django_url, jsonl, args.baseline)[0])
                 else:
                     floor_runs.append(floor(conninfo, tables))
         imported, floored = Timings(tuple(import_runs)), Timings(tuple(floor_runs))
@@ -220,6 +237,14 @@ def main(argv: list[str] | None = None) -> int:
             f"  import {n // 1000}k turns vs executemany: import/floor turns/s "
             + ratio.text(goal=GOAL_FLOOR, at_least=True)
         )
+        if args.baseline:
+            baselined = Timings(tuple(baseline_runs))
+            print(
+                baselined.line(f"import_turns of {args.baseline}", width=50) + f"  {n / baselined.median:7.0f} turns/s"
+            )
+            print(
+                "  import time, this tree vs the baseline's: " + Ratio.of(imported, baselined).text(goal=GOAL_BASELINE)
+            )
         steady = Timings(tuple(t - fixed for t in import_runs))
         print(
             f"  the command's start-up alone (an empty file): {fixed:.2f} s; without it "

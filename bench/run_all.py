@@ -7,7 +7,8 @@ Runs, each in its own process, printing its figures as it goes:
 1. `get_session.py` over HTTP: 100, 2,000 and 10,000 messages, memory at 20,000;
 2. `list_sessions.py` over HTTP: 10,000 sessions, pages 1 and 150;
 3. `import_turns.py`: 10,000 records, and a 20 MB `.json` list against `.jsonl`;
-4. `derive.py` at 10,000 and 100,000 rows;
+4. `derive.py` at 10,000 and 100,000 rows; `support.py`: the assembler of 600 live turns with and without
+   citation support (SPEC 15);
 5. `backfill.py --rows 20000` (PostgreSQL only; skipped if the file is absent);
 6. `sql_tool.py` at 10, 1,000 and 100,000 rows on SQLite and PostgreSQL (5 rounds);
 7. `admin.py --rows 20000` on PostgreSQL and SQLite (the admin's log list);
@@ -146,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         _run_here(
             "derive: to_citable_content vs reading label + id columns", ["bench/derive.py", "--rows", "10000", "100000"]
         )
+    )
+    results.append(
+        _run_here("support: a live turn's assembler with and without citation support", ["bench/support.py"])
     )
     if not (BENCH / "backfill.py").is_file():
         notes.append("bench/backfill.py not found: backfill skipped")

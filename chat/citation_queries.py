@@ -14,7 +14,9 @@ so nothing can go stale. Each expression is written twice, per vendor:
   the development database).
 
 States are those of `citations.summary.classify_citation`: a target kind,
-`typed`, `untyped` or `malformed`. Other databases raise `NotSupportedError`.
+`typed`, `untyped` or `malformed`; support statuses those of
+`citations.support.support_status` (SPEC 15, over `inline_citations` only).
+Other databases raise `NotSupportedError`.
 
 These are ORM expressions (`Func` subclasses used in `filter`/`annotate`);
 the SQL inside them is raw because the ORM has no jsonpath, `@?` or
@@ -31,21 +33,38 @@ import json
 from typing import Any
 
 from django.db import NotSupportedError
-from django.db.models import BooleanField, F, Func, IntegerField
+from django.db.models import BooleanField, F, Func, IntegerField, JSONField
 
 from chat.citation_sql import (
     jsonpath_account_entry,
     jsonpath_any,
     jsonpath_entry,
+    jsonpath_support_any,
     postgresql_entry_sql,
     postgresql_malformed_sql,
+    postgresql_support_in,
+    postgresql_support_statuses,
     sqlite_account_id,
     sqlite_entry,
+    sqlite_support_in,
+    sqlite_support_statuses,
 )
 from citations.summary import MALFORMED, UNTYPED
+from citations.support import PARTLY_SUPPORTED, SUPPORT_STATUSES, UNCHECKED, UNSUPPORTED
 from citations.targets import TARGET_KINDS
 
-__all__ = ["SOURCES_TEXT_SQL", "STATES", "CitationCount", "HasCitationState", "NamesAccount", "SourceContains"]
+__all__ = [
+    "FLAGGED",
+    "SOURCES_TEXT_SQL",
+    "STATES",
+    "SUPPORT_CHOICES",
+    "CitationCount",
+    "HasCitationState",
+    "HasSupportStatus",
+    "NamesAccount",
+    "SourceContains",
+    "SupportCounts",
+]
 
 #: Every state a filter may ask for.
 STATES: tuple[str, ...] = (*TARGET_KINDS, UNTYPED, MALFORMED)
@@ -258,3 +277,77 @@ class CitationCount(_JsonFunc):
         if self.state is None:
             return f"json_array_length({column})", params
         return f"(SELECT count(*) FROM json_each({column}) AS e WHERE {sqlite_entry(self.state)})", params
+
+
+#: The support filter's choices: each status, and `flagged` (partly supported or unsupported), the question a
+#: supervisor asks first (docs/admin.md#the-log-list).
+FLAGGED = "flagged"
+SUPPORT_CHOICES: dict[str, tuple[str, ...]] = {
+    FLAGGED: (PARTLY_SUPPORTED, UNSUPPORTED),
+    **{status: (status,) for status in SUPPORT_STATUSES},
+}
+
+
+class HasSupportStatus(_JsonFunc):
+    """True when `inline_citations` holds an entry whose support status (`support_status`) is one of those of
+    `choice` (a key of `SUPPORT_CHOICES`). Raises `ValueError` for another choice.
+
+    PostgreSQL: `inline_citations @? <jsonpath>` answered by the GIN index of migration 0003
+    (`ai_chat_logs_inline_gin`), then the exact status per entry; `unchecked` (a missing or malformed
+    support too) is a negation no index answers: exact test only, as `untyped` is.
+    """
+
+    output_field = BooleanField()
+
+    def __init__(self, choice: str) -> None:
+        if choice not in SUPPORT_CHOICES:
+            raise ValueError(f"unknown support choice {choice!r}")
+        super().__init__("inline_citations")
+        self.statuses = SUPPORT_CHOICES[choice]
+
+    def _unchecked(self, statuses_sql: str) -> tuple[str, list[str]]:
+        placeholders = ", ".join(["%s"] * len(self.statuses))
+        exact = f"EXISTS (SELECT 1 FROM ({statuses_sql}) AS supports WHERE status IN ({placeholders}))"
+        return exact, list(self.statuses)
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), _ = self._columns(compiler, connection)
+        if UNCHECKED in self.statuses:
+            return self._unchecked(postgresql_support_statuses(column))
+        exact = postgresql_support_in(column, len(self.statuses))
+        return f"({column} @? %s::jsonpath AND {exact})", [jsonpath_support_any(self.statuses), *self.statuses]
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), _ = self._columns(compiler, connection)
+        if UNCHECKED in self.statuses:
+            return self._unchecked(sqlite_support_statuses(column))
+        exact = sqlite_support_in(column, len(self.statuses))
+        # A status is a JSON string: `"unsupported"` (quotes included) is in the text of any row holding one,
+        # unless spelled with escapes: those rows go on to the exact test.
+        quoted = " OR ".join(f"instr({column}, '\"{status}\"') > 0" for status in self.statuses)
+        return f"(({quoted} OR instr({column}, '\\') > 0) AND {exact})", list(self.statuses)
+
+
+class SupportCounts(_JsonFunc):
+    """`{status: count}` over the entries of `inline_citations`, for every support status (`support_status`),
+    in one pass: a JSON object (`JSONField`), its counts adding up to the number of entries."""
+
+    output_field = JSONField()
+
+    def __init__(self) -> None:
+        super().__init__("inline_citations")
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), params = self._columns(compiler, connection)
+        pairs = _pairs("count(*) FILTER (WHERE status = '{status}')")
+        return f"(SELECT jsonb_build_object({pairs}) FROM ({postgresql_support_statuses(column)}) AS s)", params
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        (column,), params = self._columns(compiler, connection)
+        pairs = _pairs("coalesce(sum(status = '{status}'), 0)")
+        return f"(SELECT json_object({pairs}) FROM ({sqlite_support_statuses(column)}))", params
+
+
+def _pairs(count: str) -> str:
+    """`'status', <count of it>` for each support status: a JSON object constructor's arguments."""
+    return ", ".join(f"'{status}', {count.format(status=status)}" for status in SUPPORT_STATUSES)

@@ -1,4 +1,5 @@
-"""The citation states of `citations.summary.classify_citation`, as SQL for each database.
+"""The citation states of `citations.summary.classify_citation`, and the support status of an inline
+citation (`citations.support.support_status`), as SQL for each database.
 
 One table of rules (`_RULES`, docs/targets.md#wire-format, the same as
 `parse_citation_target`) gives two spellings: a PostgreSQL jsonpath in lax
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 
+from citations.support import SUPPORT_STATUSES, UNCHECKED
 from citations.targets import (
     LIBRARY_KINDS,
     TARGET_KINDS,
@@ -175,3 +177,115 @@ def sqlite_account_id(e: str = "e") -> str:
     refs = f"SELECT 1 FROM json_each({v}, '$.target.accounts') AS a WHERE {in_ref}"
     several = f"{_sq_valid(v, (AccountsTarget.kind,))} AND EXISTS ({refs})"
     return f"CASE WHEN {e}.type = 'object' THEN (({one}) OR ({several})) ELSE 0 END"
+
+
+# -- support (SPEC 15, docs/support.md) -------------------------------------------
+# The support status of each inline citation, as `citations.support.support_status` reads it: the stored
+# `support`'s status when `read_support` reads it, else `unchecked`. Spelled in SQL (not jsonpath) for the
+# exact test, since only SQL tells a JSON integer (`5`) from a number Python reads as a float (`5.0`).
+
+
+def jsonpath_support_any(statuses: tuple[str, ...]) -> str:
+    """A jsonpath for `inline_citations @? path`: some entry whose `support.status` is one of `statuses`.
+
+    A GIN-indexable prefilter only (a superset): the exact status is `postgresql_support_statuses`'s.
+    """
+    arms = " || ".join(f"@.support.status == {json.dumps(status)}" for status in statuses)
+    return f"$[*] ? ({arms})"
+
+
+def _pg_support_readable() -> str:
+    """SQL: the `support` of the `jsonb_array_elements` value `e` is one `read_support` reads."""
+    s = "(e -> 'support')"
+    unmatched = f"(CASE WHEN jsonb_typeof({s} -> 'unmatched') = 'array' THEN {s} -> 'unmatched' ELSE '[]' END)"
+    # Each figure: an object with a string `text` and integer `start` <= `end`, both >= 0. A jsonb number's
+    # text has no exponent, so the digits test is exact; the CASE keeps the casts from a non-number.
+    figure_ok = (
+        "CASE WHEN jsonb_typeof(u) = 'object' AND jsonb_typeof(u -> 'text') = 'string'"
+        " AND jsonb_typeof(u -> 'start') = 'number' AND jsonb_typeof(u -> 'end') = 'number'"
+        " AND (u ->> 'start') ~ '^[0-9]+$' AND (u ->> 'end') ~ '^[0-9]+$'"
+        " THEN (u ->> 'start')::numeric <= (u ->> 'end')::numeric ELSE false END"
+    )
+    digest = f"({s} -> 'digest')"
+    return (
+        f"(jsonb_typeof(e) = 'object' AND jsonb_typeof({s}) = 'object'"
+        f" AND jsonb_typeof({s} -> 'status') = 'string' AND ({s} ->> 'status') IN {_STATUSES_SQL}"
+        f" AND jsonb_typeof({s} -> 'unmatched') = 'array'"
+        f" AND ({digest} IS NULL OR jsonb_typeof({digest}) = 'null'"
+        f" OR (jsonb_typeof({digest}) = 'string' AND ({s} ->> 'digest') ~ '^sha256:[0-9a-f]{{64}}$'))"
+        f" AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements({unmatched}) AS u WHERE NOT ({figure_ok})))"
+    )
+
+
+def postgresql_support_statuses(column: str) -> str:
+    """A query of one row per entry of the jsonb array `column`: its support status, as `status`.
+
+    `OFFSET 0` keeps PostgreSQL from inlining the status into each use of it (a count per status would
+    compute it once per status).
+    """
+    status = f"CASE WHEN {_pg_support_readable()} THEN e -> 'support' ->> 'status' ELSE '{UNCHECKED}' END"
+    return f"SELECT {status} AS status FROM jsonb_array_elements({column}) AS e OFFSET 0"
+
+
+def postgresql_support_in(column: str, count: int) -> str:
+    """SQL: some entry of `column` has a support status among `count` parameters, none of them `unchecked`.
+
+    The stored status is compared first (cheap, and PostgreSQL orders a WHERE's conditions by cost); only an
+    entry that names one is read whole.
+    """
+    placeholders = ", ".join(["%s"] * count)
+    return (
+        f"EXISTS (SELECT 1 FROM jsonb_array_elements({column}) AS e"
+        f" WHERE (e -> 'support' ->> 'status') IN ({placeholders}) AND {_pg_support_readable()})"
+    )
+
+
+def _sqlite_support_readable() -> str:
+    """SQL: `s`, the JSON text of an entry's `support` object, is one `read_support` reads."""
+    figure_ok = (
+        "CASE WHEN u.type = 'object' THEN json_type(u.value, '$.text') IS 'text'"
+        " AND json_type(u.value, '$.start') IS 'integer' AND json_type(u.value, '$.end') IS 'integer'"
+        " AND json_extract(u.value, '$.start') >= 0"
+        " AND json_extract(u.value, '$.start') <= json_extract(u.value, '$.end') ELSE 0 END"
+    )
+    digest_type, digest = "json_type(s, '$.digest')", "json_extract(s, '$.digest')"
+    return (
+        f"(json_type(s, '$.status') IS 'text' AND json_extract(s, '$.status') IN {_STATUSES_SQL}"
+        " AND json_type(s, '$.unmatched') IS 'array'"
+        f" AND ({digest_type} IS NULL OR {digest_type} IS 'null' OR ({digest_type} IS 'text'"
+        f" AND length({digest}) = 71 AND substr({digest}, 1, 7) = 'sha256:'"
+        f" AND NOT glob('*[^0-9a-f]*', substr({digest}, 8))))"
+        f" AND NOT EXISTS (SELECT 1 FROM json_each(s, '$.unmatched') AS u WHERE NOT ({figure_ok})))"
+    )
+
+
+def _sqlite_supports(column: str) -> str:
+    """A query of each entry's `support` JSON text as `s` (NULL when the entry or its support is no object).
+
+    Read out of the entry once: SQLite parses JSON text on every call, and a support is much shorter than
+    its entry. `e.value` is JSON text only for objects, hence the CASE.
+    """
+    support = (
+        "CASE WHEN e.type = 'object' AND json_type(e.value, '$.support') IS 'object'"
+        " THEN json_extract(e.value, '$.support') END"
+    )
+    return f"SELECT {support} AS s FROM json_each({column}) AS e"
+
+
+def sqlite_support_statuses(column: str) -> str:
+    """A query of one row per entry of the JSON array `column`: its support status, as `status`."""
+    readable = _sqlite_support_readable()
+    status = f"CASE WHEN s IS NOT NULL AND {readable} THEN json_extract(s, '$.status') ELSE '{UNCHECKED}' END"
+    return f"SELECT {status} AS status FROM ({_sqlite_supports(column)})"
+
+
+def sqlite_support_in(column: str, count: int) -> str:
+    """As `postgresql_support_in`, on SQLite (whose AND stops at the first false condition)."""
+    placeholders = ", ".join(["%s"] * count)
+    return (
+        f"EXISTS (SELECT 1 FROM ({_sqlite_supports(column)})"
+        f" WHERE s IS NOT NULL AND json_extract(s, '$.status') IN ({placeholders}) AND {_sqlite_support_readable()})"
+    )
+
+
+_STATUSES_SQL = "(" + ", ".join(f"'{status}'" for status in SUPPORT_STATUSES) + ")"

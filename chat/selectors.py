@@ -15,7 +15,7 @@ from django.db.models import Count, F, JSONField, Max, OuterRef, Q, QuerySet, Su
 from django.db.models.functions import Cast, Coalesce
 
 from chat import hot_reads
-from chat.citation_queries import CitationCount
+from chat.citation_queries import CitationCount, SupportCounts
 from chat.models import ChatLog, ChatSession
 from citations.uuids import parse_uuid
 
@@ -219,3 +219,13 @@ def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) ->
         typed_total=CitationCount("citations", "typed"),
         untyped_total=CitationCount("citations", "untyped"),
     ).annotate(malformed_total=F("citation_total") - F("typed_total") - F("untyped_total"))
+
+
+def chat_logs_with_support_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLog]:
+    """`queryset` (default: every log) annotated with `support_counts`: `{status: count}` of its inline
+    citations for each support status (SPEC 15; `citations.support.support_status`, a missing or malformed
+    support counting as `unchecked`), computed by the database in one pass over the JSON. Staff-only: no
+    user scoping here.
+    """
+    queryset = ChatLog.objects.all() if queryset is None else queryset
+    return queryset.annotate(support_counts=SupportCounts())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "record_turn",
     "save_assembled_turn",
     "save_turn",
+    "support_statuses",
 ]
 
 logger = logging.getLogger(__name__)
@@ -170,7 +172,7 @@ def save_turn(
         owner = _resolve_user(turn.user)
     else:
         owner = user
-    return _save(prepare_row(turn, owner, limits, assembled))
+    return _save(prepare_row(turn, owner, limits, assembled), path="record")
 
 
 def save_assembled_turn(
@@ -207,11 +209,26 @@ def save_assembled_turn(
         user_message=user_message,
         events=(),
     )
-    return _save(prepare_row(turn, user, limits, assembled))
+    return _save(prepare_row(turn, user, limits, assembled), path="live")
 
 
-def _save(prepared: PreparedTurn) -> SavedTurn:
-    """Write one prepared row and its session (one transaction); the stored row when its id was already."""
+def support_statuses(inline_citations: list[dict[str, Any]]) -> Counter[str]:
+    """A freshly assembled turn's inline citations by support status (docs/support.md); `none` for a citation
+    whose support could not be computed."""
+    return Counter(citation["support"]["status"] if "support" in citation else "none" for citation in inline_citations)
+
+
+def _metrics() -> Any:
+    # Imported with the first turn saved, not with this module (docs/metrics.md).
+    from telemetry import metrics
+
+    return metrics
+
+
+def _save(prepared: PreparedTurn, *, path: str) -> SavedTurn:
+    """Write one prepared row and its session (one transaction); the stored row when its id was already.
+
+    `path` (`live`, `record`) labels the support figures of a created turn (docs/metrics.md)."""
     with transaction.atomic():
         [outcome] = write_turns([prepared.row])
         _raise_refusal(outcome)
@@ -219,6 +236,9 @@ def _save(prepared: PreparedTurn) -> SavedTurn:
     if outcome == "skipped":
         logger.debug("turn %s already stored: skipped", columns["id"])
         return SavedTurn(ChatLog.objects.get(pk=columns["id"]), created=False)
+    statuses = support_statuses(columns["inline_citations"])
+    # Counted once the turn is committed (a live turn's save commits with its last events, or not at all).
+    transaction.on_commit(lambda: _metrics().citation_support(path=path, statuses=statuses))
     log = ChatLog.from_db(transaction.get_connection().alias, list(columns), list(columns.values()))
     logger.debug("recorded turn %s in session %s (%d citations)", log.id, log.session_id, len(log.inline_citations))
     return SavedTurn(log, created=True, skipped_citations=prepared.skipped_citations)

@@ -20,13 +20,19 @@ moment. `search_result_location` and `web_search_result_location`
 citations are recorded; other types are counted in `skipped`. A NUL or a
 lone surrogate in the model's text is replaced by U+FFFD
 (`citations.text`), counted in `replaced`.
+
+Each inline citation also gets its `support` (SPEC 15, docs/support.md,
+`citations.support`), computed here once from its span, its `cited_text` and
+the texts of the `search_result` blocks this turn's tool calls wrote under
+its source, which the assembler holds (`SourceTexts`) as it holds the
+registry. The summary (`citations`) carries no `support`.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,13 +40,15 @@ from citations.citable import SearchResult, to_citable_content
 from citations.cited_blocks import citation_source, web_search_result_urls
 from citations.live_events import StreamEvent, citation_event, text_event
 from citations.registry import TurnRegistry
+from citations.support import UNCHECKED_SUPPORT, SourceText, citation_support
 from citations.targets import WebTarget
 from citations.text import storable_json, storable_text
-from citations.turn import AssistantEvent, Event, ToolCallEvent
+from citations.turn import WEB_SEARCH_RESULT_LOCATION, AssistantEvent, Event, ToolCallEvent
 from citations.utf16 import utf16_length
 
 __all__ = [
     "AssembledTurn",
+    "SourceTexts",
     "TurnAssembler",
     "assemble_record",
     "replay",
@@ -55,7 +63,8 @@ class AssembledTurn:
 
     `response` is the answer text; `citations` the summary (one entry per
     distinct `(source, cited_text)`), `inline_citations` one entry per citation
-    with `start`/`end` in UTF-16 code units of `response` (end exclusive);
+    with `start`/`end` in UTF-16 code units of `response` (end exclusive) and
+    its `support` (docs/support.md);
     `model` the model of the last step that names one ("" when none does);
     `skipped_citations` counts, by type, the citations of a type that is not
     recorded (`char_location`, ...), in first-seen order.
@@ -68,12 +77,64 @@ class AssembledTurn:
     skipped_citations: dict[str, int] = field(default_factory=dict)
 
 
+class SourceTexts:
+    """The texts of the `search_result` blocks a turn's tool calls wrote, by source, in the order written.
+
+    What a citation's support is checked against (docs/support.md). Blocks
+    are immutable once written: a copy (`copy.deepcopy`, as
+    `TurnAssembler.copy` makes one before each model step) shares them.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, list[SourceText]] = {}
+
+    def add(self, blocks: Iterable[SearchResult]) -> None:
+        """Hold `blocks`' texts under their sources (a SQL block's rows are rendered when first cited)."""
+        for block in blocks:
+            self._blocks.setdefault(block.source, []).append(SourceText(block.text_sequence))
+
+    def add_tool_results(self, messages: Iterable[object]) -> None:
+        """Hold the `search_result` blocks of each `tool_result` in `messages` (a checkpoint's Messages API
+        messages), in order: the texts exactly as the model was sent them. Anything else is passed over."""
+        for message in messages:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if not (isinstance(message, Mapping) and message.get("role") == "user" and isinstance(content, list)):
+                continue
+            for result in content:
+                blocks = result.get("content") if isinstance(result, Mapping) else None
+                if not (
+                    isinstance(result, Mapping) and result.get("type") == "tool_result" and isinstance(blocks, list)
+                ):
+                    continue
+                for block in blocks:
+                    if isinstance(block, Mapping) and block.get("type") == "search_result":
+                        self._add_block(block)
+
+    def _add_block(self, block: Mapping[str, Any]) -> None:
+        source, content = block.get("source"), block.get("content")
+        if not (isinstance(source, str) and isinstance(content, list)):
+            return
+        texts = [item["text"] for item in content if isinstance(item, Mapping) and isinstance(item.get("text"), str)]
+        self._blocks.setdefault(source, []).append(SourceText(texts))
+
+    def blocks(self, source: str) -> Sequence[SourceText]:
+        """The blocks written under `source`, in order (none when no tool call of the turn returned it)."""
+        return self._blocks.get(source, ())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SourceTexts:
+        clone = SourceTexts()
+        clone._blocks = {source: list(blocks) for source, blocks in self._blocks.items()}
+        return clone
+
+
 @dataclass
 class _Step:
     """The model step being fed: where each open text block starts and the citations it carries."""
 
     has_text: bool = False
     starts: dict[int, int | None] = field(default_factory=dict)
+    # Where each open text block's text begins in the assembler's list of texts: its span, for support.
+    first_texts: dict[int, int] = field(default_factory=dict)
     citations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     # Citations of text-less blocks met before the step's first text: where
     # they sit depends on whether a blank line separates this step.
@@ -90,6 +151,7 @@ class TurnAssembler:
 
     def __init__(self, registry: TurnRegistry | None = None) -> None:
         self.registry = registry if registry is not None else TurnRegistry()
+        self.sources = SourceTexts()
         self._texts: list[str] = []
         self.offset = 0  # UTF-16 length of the answer so far
         self.inline: list[dict[str, Any]] = []
@@ -102,10 +164,11 @@ class TurnAssembler:
     # --- whole blocks (an import) ---------------------------------------------
 
     def tool_call(self, name: str, tool_input: Mapping[str, Any], output: Mapping[str, Any]) -> list[SearchResult]:
-        """Write a tool call's citable content to the registry; the `search_result` blocks, for the model."""
+        """Write a tool call's blocks to the registry and `sources`; the `search_result` blocks for the model."""
         blocks = to_citable_content(name, tool_input, output)
         for block in blocks:
             self.registry.record(block.source, block.target)
+        self.sources.add(blocks)
         return blocks
 
     def tool_sources(self, blocks: Iterable[SearchResult]) -> list[dict[str, Any]]:
@@ -174,6 +237,7 @@ class TurnAssembler:
             step.pending.clear()
         if step.starts.get(index) is None:
             step.starts[index] = self.offset
+            step.first_texts[index] = len(self._texts)
         events.append(self._add_text(text))
         return events
 
@@ -190,7 +254,8 @@ class TurnAssembler:
         citations = step.citations.pop(index)
         start = step.starts.pop(index, None)
         if start is not None:
-            return self._cite(citations, start, self.offset)
+            span = "".join(self._texts[step.first_texts.pop(index) :])
+            return self._cite(citations, start, self.offset, span)
         if step.has_text:
             return self._cite(citations, self.offset, self.offset)
         step.pending.append(citations)
@@ -232,7 +297,9 @@ class TurnAssembler:
         """The state between two steps as JSON, for a checkpoint (the registry is stored apart).
 
         `{"answer", "inline", "skipped", "model", "replaced"}`; the summary and
-        the offset follow from them.
+        the offset follow from them. The sources' texts are not in it: they
+        are read again from the tool results of the checkpoint's messages
+        (`from_snapshot(..., messages=...)`).
         """
         if self._step is not None:
             raise RuntimeError("a snapshot is taken between model steps")
@@ -245,8 +312,18 @@ class TurnAssembler:
         }
 
     @classmethod
-    def from_snapshot(cls, value: object, registry: TurnRegistry) -> TurnAssembler | None:
-        """The assembler `snapshot()` saved, with `registry`; None when `value` cannot be read."""
+    def from_snapshot(
+        cls, value: object, registry: TurnRegistry, messages: Iterable[object] = ()
+    ) -> TurnAssembler | None:
+        """The assembler `snapshot()` saved, with `registry`; None when `value` cannot be read.
+
+        `messages` are the turn's Messages API messages (a checkpoint's
+        `messages`): the `search_result` blocks of its tool results are held
+        again as the model was sent them, so citations made after the resume
+        get the support they would have got (docs/support.md). (Not the
+        recorded tool outputs: PostgreSQL's jsonb reorders a row's keys, and
+        a SQL row's text follows them when the output names no columns.)
+        """
         if not isinstance(value, Mapping):
             return None
         answer, inline, skipped = value.get("answer"), value.get("inline"), value.get("skipped")
@@ -268,6 +345,7 @@ class TurnAssembler:
         for entry in inline:
             assembler._record(dict(entry))
         assembler.skipped, assembler.model, assembler.replaced = dict(skipped), model, replaced
+        assembler.sources.add_tool_results(messages)
         return assembler
 
     # --- internals --------------------------------------------------------------
@@ -282,7 +360,7 @@ class TurnAssembler:
         self.offset += utf16_length(text)
         return text_event(text)
 
-    def _cite(self, citations: Iterable[dict[str, Any]], start: int, end: int) -> list[StreamEvent]:
+    def _cite(self, citations: Iterable[dict[str, Any]], start: int, end: int, span: str = "") -> list[StreamEvent]:
         events = []
         for raw in citations:
             citation, self.replaced = _count(storable_json(raw), self.replaced)
@@ -301,15 +379,31 @@ class TurnAssembler:
             target = self.registry.target_for(source)
             if target is not None:
                 entry["target"] = target.to_json()
+            support = self.support_of(citation, source, span, start)
+            if support is not None:
+                entry["support"] = support
             self._record(entry)
             events.append(citation_event(entry))
         return events
+
+    def support_of(self, citation: Mapping[str, Any], source: str, span: str, start: int) -> dict[str, Any] | None:
+        """The `support` of a recorded citation of `source` on `span` (which starts at `start`, UTF-16 units).
+
+        `unchecked` for a `web_search_result_location` (its page text never
+        reaches this service) and for a source no tool call of the turn
+        returned; else `citations.support.citation_support` against the
+        blocks `sources` holds now. None when it cannot be computed.
+        """
+        if citation.get("type") == WEB_SEARCH_RESULT_LOCATION:
+            return dict(UNCHECKED_SUPPORT, unmatched=[])
+        blocks = self.sources.blocks(source)
+        return citation_support(span=span, span_start=start, cited_text=citation["cited_text"], blocks=blocks)
 
     def _record(self, entry: dict[str, Any]) -> None:
         self.inline.append(entry)
         self._summary.setdefault(
             (entry["source"], entry["cited_text"]),
-            {key: value for key, value in entry.items() if key not in ("start", "end")},
+            {key: value for key, value in entry.items() if key not in ("start", "end", "support")},
         )
 
 

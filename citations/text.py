@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 __all__ = ["REPLACEMENT", "storable_json", "storable_text", "text_problem"]
 
 REPLACEMENT = "\ufffd"
@@ -40,6 +42,16 @@ def storable_text(text: str) -> tuple[str, int]:
     return _UNSTORABLE.subn(REPLACEMENT, text)
 
 
+def _storable_as_is(value: dict[Any, Any] | list[Any]) -> bool:
+    """Whether `value` surely holds no NUL and no lone surrogate, asked of orjson at C speed: it refuses a lone
+    surrogate and writes a NUL as `\\u0000`. False says nothing (a value orjson cannot write, a `\\u0000`
+    spelled out in a string): `storable_json` then looks at every string."""
+    try:
+        return b"\\u0000" not in orjson.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
 def storable_json(value: Any) -> tuple[Any, int]:
     """`value` (decoded JSON) with `storable_text` applied to every string, keys included.
 
@@ -59,6 +71,8 @@ def storable_json(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
         return clean(value), replaced
     if not isinstance(value, dict | list):
+        return value, 0
+    if _storable_as_is(value):
         return value, 0
     root: Any = {} if isinstance(value, dict) else []
     stack: list[tuple[Any, Any]] = [(value, root)]

@@ -20,6 +20,8 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 def utf16_length(text: str) -> int:
     """Length of `text` in UTF-16 code units (what JavaScript's `length` counts)."""
+    if text.isascii():  # most text: one unit a character, asked at C speed
+        return len(text)
     # Characters outside the BMP take two units; count them instead of encoding.
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 

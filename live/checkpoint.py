@@ -7,7 +7,10 @@ continuations), the Messages API messages so far (history included), the
 docs/turns.md#the-record events recorded, the registry, the id of the last
 event the state includes, and the turn assembler's state at that id (the
 answer so far, its inline citations, skipped counts, model;
-`TurnAssembler.snapshot`).
+`TurnAssembler.snapshot`). The texts a citation's support is checked
+against are not stored twice: a resumed assembler reads them again from the
+`search_result` blocks of the messages' tool results, as the model got them
+(docs/support.md).
 
 Reading never fails: a checkpoint without `citationTargets` resumes with an
 empty registry (its sources stream untyped), a malformed entry resumes
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from chat.models import ChatLog
-from citations.assembler import TurnAssembler, replay
+from citations.assembler import SourceTexts, TurnAssembler, replay
 from citations.live_events import StreamEvent, rewind_event
 from citations.registry import CHECKPOINT_KEY, TurnRegistry
 from citations.turn import TurnRecordError, parse_turn_record
@@ -101,7 +104,8 @@ def _assembler(checkpoint: dict[str, Any]) -> TurnAssembler | None:
     """The checkpoint's assembler state, else one rebuilt from its events (a checkpoint of an
     older version); None when neither can be read."""
     registry = TurnRegistry.from_checkpoint(checkpoint)
-    assembler = TurnAssembler.from_snapshot(checkpoint.get("assembler"), registry)
+    # The sources' texts (for support, docs/support.md) are read again from the tool results the model got.
+    assembler = TurnAssembler.from_snapshot(checkpoint.get("assembler"), registry, checkpoint["messages"])
     if assembler is not None:
         return assembler
     record = {"session": {"id": str(uuid.UUID(int=0))}, "prompt_version": "v5", "user_message": ""}
@@ -110,8 +114,11 @@ def _assembler(checkpoint: dict[str, Any]) -> TurnAssembler | None:
     except TurnRecordError:
         return None
     assembler = replay(turn.events)
-    # From here on the turn sees the registry its checkpoint held (docs/registry.md#checkpoints).
+    # From here on the turn sees the registry its checkpoint held (docs/registry.md#checkpoints), and the
+    # sources' texts as the model got them (a jsonb round trip reorders the recorded rows' keys).
     assembler.registry = registry
+    assembler.sources = SourceTexts()
+    assembler.sources.add_tool_results(checkpoint["messages"])
     return assembler
 
 

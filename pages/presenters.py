@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from citations.corpus import CORPUS_FOLDERS
+from citations.support import PARTLY_SUPPORTED, UNSUPPORTED, read_support
 from citations.targets import (
     AccountsTarget,
     AccountTarget,
@@ -34,6 +35,7 @@ __all__ = [
     "PORTFOLIO_PATH",
     "Chip",
     "ChipLink",
+    "ChipSupport",
     "CitedSpan",
     "chip_for_citation",
     "cited_spans",
@@ -79,13 +81,40 @@ class ChipLink:
 
 
 @dataclass(frozen=True, slots=True)
+class ChipSupport:
+    """What a chip says of a citation its source does not fully back (SPEC 15, docs/support.md).
+
+    `status` is `partly_supported` or `unsupported`; `figures` the figures
+    of the span not found in the source, as the answer writes them. `note`
+    joins the chip's accessible name; `finding` opens its dialog.
+    """
+
+    status: str
+    figures: tuple[str, ...]
+
+    @property
+    def note(self) -> str:
+        if self.status == UNSUPPORTED:
+            return "the cited text was not found in the source"
+        return "not every figure was found in the source"
+
+    @property
+    def finding(self) -> str:
+        if self.status == UNSUPPORTED:
+            return "The cited text was not found in the source."
+        return "Not every figure here was found in the source."
+
+
+@dataclass(frozen=True, slots=True)
 class Chip:
     """What a page shows for one citation (docs/pages.md).
 
     `kind` is the target kind, or `"fallback"` for a citation without a
     readable target. `href` is a site path or an http(s) URL (`external`),
     else None. `accounts` lists each account of an `accounts` chip.
-    `cited_text` and `title` are shown on demand. Never holds a provider.
+    `cited_text` and `title` are shown on demand. `support` is set only when
+    the citation is partly supported or unsupported (its mark and what its
+    dialog says). Never holds a provider.
     """
 
     kind: str
@@ -95,6 +124,7 @@ class Chip:
     accounts: tuple[ChipLink, ...] = ()
     title: str = ""
     cited_text: str = ""
+    support: ChipSupport | None = None
 
     @property
     def label_may_be_cut(self) -> bool:
@@ -173,6 +203,15 @@ def _account_links(target: AccountsTarget, names: Mapping[str, str], title: str)
     return tuple(links)
 
 
+def _chip_support(entry: Mapping[str, object]) -> ChipSupport | None:
+    """The flag of a partly supported or unsupported citation; None for any other (a missing or malformed
+    `support` reads as unchecked: no flag, docs/support.md)."""
+    support = read_support(entry.get("support"))
+    if support is None or support.status not in (PARTLY_SUPPORTED, UNSUPPORTED):
+        return None
+    return ChipSupport(support.status, tuple(figure.text for figure in support.unmatched))
+
+
 def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> Chip:
     """The chip for one stored citation (docs/pages.md); never raises.
 
@@ -180,9 +219,16 @@ def chip_for_citation(citation: object, *, account_names: Mapping[str, str]) -> 
     JSON value). `account_names` maps the caller's account ids to their
     names; an `account` chip not in it shows the citation's title. Unknown,
     malformed and untyped targets give a `"fallback"` chip from `source` and
-    `title` (an http/https source links).
+    `title` (an http/https source links). A partly supported or unsupported
+    citation's chip carries its `support` (docs/support.md).
     """
     entry = citation if isinstance(citation, dict) else {}
+    chip = _chip(entry, account_names)
+    support = _chip_support(entry)
+    return chip if support is None else replace(chip, support=support)
+
+
+def _chip(entry: Mapping[str, object], account_names: Mapping[str, str]) -> Chip:
     source, title, cited = _text(entry.get("source")), _text(entry.get("title")), _text(entry.get("cited_text"))
     target = parse_citation_target(entry.get("target"))
     if isinstance(target, AccountTarget):

@@ -50,6 +50,7 @@ from prometheus_client.registry import Collector
 
 __all__ = [
     "backfill_batch",
+    "citation_support",
     "count_open_stream",
     "first_text",
     "model_http_event_hooks",
@@ -167,6 +168,15 @@ BACKFILL_TYPED = Counter(
     "silvia_backfill_citations_typed_total", "Citation targets the backfill added, by target kind.", ["kind"]
 )
 
+# --- citation support (SPEC 15, docs/support.md) ------------------------------------------------------------
+
+CITATION_SUPPORT = Counter(
+    "silvia_citation_support_total",
+    "Inline citations of the turns stored, by how the turn came (live, import, record) and support status "
+    "(supported, partly_supported, unsupported, unchecked; none: it could not be computed).",
+    ["path", "status"],
+)
+
 
 # --- the functions, one per point ------------------------------------------------------------------------------
 
@@ -227,6 +237,13 @@ def backfill_batch(*, scanned: int, changed: int, malformed: int, typed: Mapping
             BACKFILL_ROWS.labels(result=result).inc(count)
     for kind, count in typed.items():
         BACKFILL_TYPED.labels(kind=kind).inc(count)
+
+
+def citation_support(*, path: str, statuses: Mapping[str, int]) -> None:
+    """A turn was stored (`path`: `live`, `import` or `record`): its inline citations, counted by support status."""
+    for status, count in statuses.items():
+        if count:
+            CITATION_SUPPORT.labels(path=path, status=status).inc(count)
 
 
 def count_open_stream(stream: Any, *, view: str) -> Any:

@@ -61,3 +61,13 @@ def case_ids(cases: list[dict[str, Any]]) -> list[str]:
 def golden_params(cases: list[dict[str, Any]]) -> list[Any]:
     """`pytest.param`s for `parametrize`, one per case with its `why` as id."""
     return [pytest.param(case, id=why) for case, why in zip(cases, case_ids(cases), strict=True)]
+
+
+def without_support(citations: list[Any]) -> list[Any]:
+    """Inline citations without their `support` key (docs/support.md): the golden cases predate SPEC 15, so a
+    test comparing inline citations with them compares the rest; support has cases of its own
+    (`tests/vectors/support_turns.json`)."""
+    return [
+        {key: value for key, value in citation.items() if key != "support"} if isinstance(citation, dict) else citation
+        for citation in citations
+    ]

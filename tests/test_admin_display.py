@@ -208,6 +208,7 @@ def test_tables_html():
         "#",
         "kind",
         "span of the answer",
+        "support",
         "target",
         "source",
         "title",
@@ -217,6 +218,7 @@ def test_tables_html():
         "1",
         admin_display.kind_badge("analysis"),
         admin_display.span_cell("ab", 1, 2),
+        admin_display.support_cell({}),  # no support key: unchecked, labelled (docs/support.md)
         NONE,
         "<code>silvia://analysis</code>",
         "<em>no title</em>",
@@ -224,6 +226,7 @@ def test_tables_html():
         "2",
         admin_display.kind_badge("malformed"),
         NOTE.format("no span"),
+        admin_display.support_cell("x"),
         NOTE.format("not a citation object") + "<br><code>&quot;x&quot;</code>",
         NOTE.format("no source"),
         "<em>no title</em>",

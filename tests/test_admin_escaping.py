@@ -12,16 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chat.admin import display as admin_display
+from citations.support import SUPPORT_STATUSES
 from citations.targets import TARGET_KINDS
 from tests.admin_support import REPO
 
 # Escaping holds for any stored value: whatever the strings hold, the HTML
 # has only the builders' own tags and attributes, and links only to http(s).
 _TAGS = {"table", "thead", "tbody", "tr", "th", "td", "span", "code", "em", "strong", "div", "ol", "li", "a", "br"}
-_TAGS |= {"details", "summary", "pre"}
-_CLASSES = {"citation-table", "citation-note"} | {
+_TAGS |= {"details", "summary", "pre", "mark"}
+_CLASSES = {"citation-table", "citation-note", "citation-unmatched"} | {
     f"citation-kind citation-kind-{kind}" for kind in (*TARGET_KINDS, "untyped", "malformed")
 }
+_CLASSES |= {f"citation-support citation-support-{status}" for status in SUPPORT_STATUSES}
 
 
 class _Elements(HTMLParser):
@@ -73,6 +75,17 @@ _hostile_entry = st.fixed_dictionaries(
         # Odd keys too: an unreadable target is shown as its JSON.
         "target": st.tuples(_hostile_target, st.dictionaries(_hostile, _hostile, max_size=1)).map(
             lambda parts: {**parts[1], **parts[0]}
+        ),
+        # Support (docs/support.md): its figures' texts are marked in the span and listed.
+        "support": st.fixed_dictionaries(
+            {
+                "status": st.sampled_from(SUPPORT_STATUSES) | _hostile,
+                "unmatched": st.lists(
+                    st.fixed_dictionaries({"text": _hostile, "start": st.integers(0, 12), "end": st.integers(0, 12)}),
+                    max_size=3,
+                ),
+                "digest": st.none() | _hostile | st.just("sha256:" + "0" * 64),
+            }
         ),
     },
 )

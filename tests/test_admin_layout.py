@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 EXAMPLE_TURNS = Path(__file__).resolve().parents[1] / "examples" / "turns"
-COUNT_HEADERS = ("Citations", "Typed", "Untyped", "Malformed")
+COUNT_HEADERS = ("Citations", "Typed", "Untyped", "Malformed", "Support")
 CHATLOG_TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "admin" / "chat" / "chatlog"
 
 

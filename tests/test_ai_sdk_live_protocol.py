@@ -90,12 +90,15 @@ def test_the_example_asks_and_replays_a_live_turn(stream, recorded_model_server,
 
     asked = run()
     row = stored_row(stream, token, session_id)
-    [citation] = row["inline_citations"]
-    cut = len(row["response"]) - 1  # the answer ends with "." after the cited text
-    assert row["response"][cut:] == "."
-    assert citation["target"]["kind"] == "accounts"
-    chip = f"[{len(citation['target']['accounts'])} accounts]"  # examples/ai-sdk/chips.mjs
-    assert asked == (0, f"{row['response'][:cut]} {chip}.\n", "")
+    # Each citation's chip right after the text it cites (examples/ai-sdk/chips.mjs); the answer is ASCII, so
+    # its UTF-16 offsets are str indices.
+    assert row["response"].isascii() and row["inline_citations"]
+    printed, at = "", 0
+    for citation in row["inline_citations"]:
+        assert citation["target"]["kind"] == "accounts"
+        printed += row["response"][at : citation["end"]] + f" [{len(citation['target']['accounts'])} accounts]"
+        at = citation["end"]
+    assert asked == (0, printed + row["response"][at:] + "\n", "")
     assert run(SILVIA_TURN=row["id"]) == asked
 
 

@@ -111,8 +111,9 @@ def test_the_ai_package_builds_what_get_stores_and_a_reconnect_replays_it(
     parts = message["parts"]
     # The same text: the text parts joined are the stored response.
     assert "".join(p["text"] for p in parts if p["type"] == "text") == row["response"]
-    # The same targets: the data-citation parts are the stored inline citations, field for field.
-    [citation] = row["inline_citations"]
+    # The same targets and support: the data-citation parts are the stored inline citations, field for field.
+    citation = row["inline_citations"][0]
+    assert {c["source"] for c in row["inline_citations"]} == {citation["source"]}  # one source cited
     assert [p["data"] for p in parts if p["type"] == "data-citation"] == row["inline_citations"]
     assert [p["data"] for p in parts if p["type"] == "data-citations_summary"] == [row["citations"]]
     # The same sources: one part for the cited source, of the kind its target says.
@@ -154,21 +155,30 @@ def test_the_ai_package_builds_what_get_stores_and_a_reconnect_replays_it(
         "output": {"sources": tool_sources},
         "providerExecuted": True,
     }
-    # The whole message, in order: each data-citation right after the text it cites.
-    # The recorded answers end with a text block after the cited one: the cited text ends where it starts.
-    after = recorded["steps"][-1]["message"]["content"][-1]["text"]
-    before = row["response"].removesuffix(after)
-    assert before.startswith(lead) and before + after == row["response"]
-    assert len(before.encode("utf-16-le")) // 2 == citation["end"]
+    # The whole message, in order: each data-citation right after the text it cites (a citation ends a run of
+    # text), the source part before its source's first citation. The recorded answers end with a text block
+    # after the last cited one.
+    units = row["response"].encode("utf-16-le")
+    assert row["response"].startswith(lead)
+    at = len(lead.encode("utf-16-le")) // 2
+    answer_parts: list[dict[str, Any]] = []
+    for cited in row["inline_citations"]:
+        if cited["end"] > at:
+            answer_parts.append(
+                {"type": "text", "text": units[2 * at : 2 * cited["end"]].decode("utf-16-le"), "state": "done"}
+            )
+            at = cited["end"]
+        answer_parts += [source] if cited is citation else []
+        answer_parts.append({"type": "data-citation", "data": cited})
+    after = units[2 * at :].decode("utf-16-le")
+    assert after == recorded["steps"][-1]["message"]["content"][-1]["text"]
     leading = [{"type": "text", "text": lead, "state": "done"}] if lead else []
     assert parts == [
         {"type": "step-start"},
         *leading,
         tool,
         {"type": "step-start"},
-        {"type": "text", "text": before.removeprefix(lead), "state": "done"},
-        source,
-        {"type": "data-citation", "data": citation},
+        *answer_parts,
         {"type": "text", "text": after, "state": "done"},
         {"type": "data-citations_summary", "data": row["citations"]},
     ]

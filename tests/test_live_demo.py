@@ -4,6 +4,7 @@ cards, and what streamed is what GET returns."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 import pytest
@@ -45,15 +46,32 @@ def test_recorded_card_balances_turn_types_the_callers_two_cards(maya, recorded_
     events = parse_sse(body)
 
     stored = check_events_equal_get(client, session_id, events)
-    [citation] = stored["inline_citations"]
-    assert citation["source"] == "silvia://your-account/credit-card"
-    assert citation["target"] == {
-        "kind": "accounts",
-        "accounts": [
-            {"accountId": SAPPHIRE, "provider": "plaid"},  # first seen: the larger balance
-            {"accountId": DOUBLE_CASH, "provider": "plaid"},
-        ],
-    }
+    for citation in stored["inline_citations"]:
+        assert citation["source"] == "silvia://your-account/credit-card"
+        assert citation["target"] == {
+            "kind": "accounts",
+            "accounts": [
+                {"accountId": SAPPHIRE, "provider": "plaid"},  # first seen: the larger balance
+                {"accountId": DOUBLE_CASH, "provider": "plaid"},
+            ],
+        }
+    # Support (docs/support.md), by hand from maya's cards: $2,930.35 = 2318.45 + 611.9; $2,318.45 and
+    # $611.90 are the rows'; $17,069.65 = 9681.55 + 7388.1 (available); 15% (a ratio) is no number, sum or
+    # difference of theirs. Offsets: "I'll look up your credit cards.\n\nHere is what you owe: " is 55 UTF-16
+    # units, and so on.
+    rows = "\n".join(
+        f"account_name: Credit card; type: credit; current_balance: {balance}; available_balance: {available}"
+        for balance, available in (("2318.45", "9681.55"), ("611.9", "7388.1"))
+    )
+    digest = "sha256:" + hashlib.sha256(rows.encode()).hexdigest()
+    supported = {"status": "supported", "unmatched": [], "digest": digest}
+    partly = {"status": "partly_supported", "unmatched": [{"text": "15%", "start": 221, "end": 224}], "digest": digest}
+    assert [(c["start"], c["end"], c["support"]) for c in stored["inline_citations"]] == [
+        (55, 93, supported),
+        (95, 136, supported),
+        (158, 232, partly),
+    ]
+    assert stored["response"][221:224] == "15%"
     # The model got the rows of the real query as search_result blocks; none of sam's.
     tool_result = recorded_model.requests[1]["messages"][-1]["content"][0]
     sources = [block["source"] for block in tool_result["content"]]

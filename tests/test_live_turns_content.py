@@ -4,6 +4,9 @@ not stored) and what it sends the model (a text-only history, the legacy prompt)
 
 from __future__ import annotations
 
+from hashlib import sha256
+from pathlib import Path
+
 import pytest
 
 from live.models import LiveTurn, LiveTurnStatus
@@ -20,6 +23,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 CHASE = "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md"
+CHASE_FILE = (
+    Path(__file__).resolve().parents[1] / "examples/corpus/credit-card-corpus/chase/sapphire-preferred/pricing.md"
+)
 
 
 def test_two_steps_with_a_tool_between_them(client, recorded_model):
@@ -47,6 +53,12 @@ def test_two_steps_with_a_tool_between_them(client, recorded_model):
             "start": 30,
             "end": 52,
             "target": {"kind": "card_document", "url": None},
+            # "$95" is the document's; the digest is of the document as read (docs/support.md).
+            "support": {
+                "status": "supported",
+                "unmatched": [],
+                "digest": f"sha256:{sha256(CHASE_FILE.read_bytes()).hexdigest()}",
+            },
         }
     ]
     # The model saw the tool result as a search_result block with citations on.
@@ -178,6 +190,8 @@ def test_other_citation_types_are_counted_not_stored(client, recorded_model):
             "start": 0,
             "end": 17,
             "target": {"kind": "web", "url": "https://www.irs.gov/publications/p590a"},
+            # The page's text never reaches the service (docs/support.md).
+            "support": {"status": "unchecked", "unmatched": [], "digest": None},
         }
     ]
     assert events[-1][2]["skipped_citations"] == {"page_location": 1}

@@ -138,8 +138,9 @@ def test_a_live_turn_is_one_trace_from_the_post_through_the_queue_to_the_worker(
     }
     # examples/recorded/20-card-balances.json: each step's usage is the recorded model's, 100 tokens in and one
     # out per 12-character text delta (devtools/recorded_stream.py): step 1 "I'll look up your credit cards."
-    # (31 characters: 3), step 2 "Here is what you owe: " (22: 2), "your two credit cards carry the balances
-    # listed on each card" (60: 5) and "." (1).
+    # (31 characters: 3), step 2 "Here is what you owe: " (22: 2), "$2,930.35 across your two credit cards"
+    # (38: 4), ", " (1), "$2,318.45 on one and $611.90 on the other" (41: 4), ". You can still spend " (22: 2),
+    # "$17,069.65 before reaching your limits, so you are using about 15% of them" (74: 7) and "." (1): 21.
     request = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "anthropic",
@@ -163,7 +164,7 @@ def test_a_live_turn_is_one_trace_from_the_post_through_the_queue_to_the_worker(
             **request,
             "gen_ai.response.id": ids[1],
             "gen_ai.usage.input_tokens": 100,
-            "gen_ai.usage.output_tokens": 8,
+            "gen_ai.usage.output_tokens": 21,
             "gen_ai.response.finish_reasons": ("end_turn",),
         },
     ]

@@ -24,6 +24,9 @@ def test_every_rule_has_its_vectors():
         "humanize_urls.json",
         "parse_target.json",
         "registry.json",
+        "support.json",
+        "support_figures.json",
+        "support_turns.json",
         "turns.json",
     ]
 

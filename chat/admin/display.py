@@ -25,6 +25,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
 from citations.summary import MALFORMED, UNTYPED, classify_citation
+from citations.support import PARTLY_SUPPORTED, SUPPORTED, UNCHECKED, UNSUPPORTED, CitationSupport, read_support
 from citations.targets import AccountsTarget, AccountTarget, MarketDataTarget
 from citations.utf16 import utf16_length, utf16_slice, utf16_splits_character
 
@@ -39,6 +40,7 @@ __all__ = [
     "pretty_json",
     "safe_link",
     "span_cell",
+    "support_cell",
     "target_details",
 ]
 
@@ -62,6 +64,18 @@ _BADGE_COLOURS: dict[str, str] = {
     "portfolio": "#047857",
     UNTYPED: "#6b7280",
     MALFORMED: "#b91c1c",
+}
+_SUPPORT_COLOURS: dict[str, str] = {
+    SUPPORTED: "#047857",
+    PARTLY_SUPPORTED: "#b45309",
+    UNSUPPORTED: "#b91c1c",
+    UNCHECKED: "#6b7280",
+}
+_SUPPORT_LABELS: dict[str, str] = {
+    SUPPORTED: "supported",
+    PARTLY_SUPPORTED: "partly supported",
+    UNSUPPORTED: "unsupported",
+    UNCHECKED: "unchecked",
 }
 # A link is made only for an absolute http(s) URL; `javascript:`, `data:` and
 # anything else stays text (issue #3, item 5).
@@ -133,21 +147,46 @@ class TargetView:
 
 
 @dataclass(frozen=True, slots=True)
+class Piece:
+    """A run of a span's text; `marked` when it is a figure the source does not hold (SPEC 15)."""
+
+    text: str
+    marked: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SpanView:
     """An inline citation's span: its bounds as stored (JSON), the answer text
     it covers (None when it covers none), and a `note` for what is odd.
-    `bounds` False: the entry is no object, so it has no span at all."""
+    `bounds` False: the entry is no object, so it has no span at all.
+    `pieces`: the covered text cut around the figures its support lists as
+    not found (shown whole, those marked); empty when none is listed."""
 
     bounds: bool
     start: str = ""
     end: str = ""
     covered: TextView | None = None
     note: str = ""
+    pieces: tuple[Piece, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SupportView:
+    """An inline citation's support (SPEC 15, docs/support.md): its `status` as `support_status` reads it,
+    a `label` and `colour`, the figures not found (`unmatched`, their texts), the `digest` (None: none), and
+    a `note` when the stored value is missing or cannot be read (then `unchecked`)."""
+
+    status: str
+    label: str
+    colour: str
+    unmatched: tuple[str, ...] = ()
+    digest: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class RowView:
-    """One line of a citation table; `span` only in the inline table."""
+    """One line of a citation table; `span` and `support` only in the inline table."""
 
     number: int
     badge: Badge
@@ -156,6 +195,7 @@ class RowView:
     source: str | None  # the source, or its JSON when it is no string; None: no source
     title: TextView | None  # None: no title
     cited_text: TextView
+    support: SupportView | None = None
 
 
 def _badge(kind: str) -> Badge:
@@ -204,7 +244,45 @@ def _is_offset(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _span(answer: Any, start: Any, end: Any) -> SpanView:
+def _support(entry: Any) -> tuple[SupportView, CitationSupport | None]:
+    value = entry.get("support") if isinstance(entry, dict) else None
+    support = read_support(value)
+    if support is None:
+        note = "" if not isinstance(entry, dict) else "no support" if "support" not in entry else "cannot be read"
+        view = SupportView(UNCHECKED, _SUPPORT_LABELS[UNCHECKED], _SUPPORT_COLOURS[UNCHECKED], note=note)
+        return view, None
+    view = SupportView(
+        support.status,
+        _SUPPORT_LABELS[support.status],
+        _SUPPORT_COLOURS[support.status],
+        unmatched=tuple(figure.text for figure in support.unmatched),
+        digest=support.digest,
+    )
+    return view, support
+
+
+def _pieces(answer: str, start: int, end: int, support: CitationSupport | None) -> tuple[tuple[Piece, ...], bool]:
+    """The span `answer[start:end]` (UTF-16) cut around each unmatched figure inside it, in order; and whether
+    a figure lay outside the span (or overlapped the one before), which is then left unmarked."""
+    if support is None or not support.unmatched:
+        return (), False
+    pieces, at, stray = [], start, False
+    for figure in support.unmatched:
+        if not start <= at <= figure.start <= figure.end <= end:
+            stray = True
+            continue
+        before, text = utf16_slice(answer, at, figure.start), utf16_slice(answer, figure.start, figure.end)
+        if before is None or text is None:
+            stray = True
+            continue
+        pieces += [Piece(before, False), Piece(text, True)]
+        at = figure.end
+    rest = utf16_slice(answer, at, end)
+    pieces.append(Piece(rest or "", False))
+    return tuple(piece for piece in pieces if piece.text), stray
+
+
+def _span(answer: Any, start: Any, end: Any, support: CitationSupport | None = None) -> SpanView:
     covered: str | None = None
     if not (_is_offset(start) and _is_offset(end)):
         note = "offsets missing or not integers"
@@ -218,8 +296,18 @@ def _span(answer: Any, start: Any, end: Any) -> SpanView:
         note = "a bound splits a character"
     else:
         note = ""
+    pieces: tuple[Piece, ...] = ()
+    if covered and isinstance(answer, str):
+        pieces, stray = _pieces(answer, start, end, support)
+        if stray:
+            note = (note + "; " if note else "") + "a figure not found lies outside the span"
     return SpanView(
-        True, _compact_json(start), _compact_json(end), covered=_text(covered) if covered else None, note=note
+        True,
+        _compact_json(start),
+        _compact_json(end),
+        covered=_text(covered) if covered else None,
+        note=note,
+        pieces=pieces,
     )
 
 
@@ -227,10 +315,11 @@ def _cell(entry: Any, key: str) -> Any:
     return entry.get(key) if isinstance(entry, dict) else None
 
 
-def _row(number: int, entry: Any, span: SpanView | None) -> RowView:
+def _row(number: int, entry: Any, span: SpanView | None, support: SupportView | None = None) -> RowView:
     source, title = _cell(entry, "source"), _cell(entry, "title")
     target = _target(entry)
     return RowView(
+        support=support,
         number=number,
         badge=_badge(target.kind),
         span=span,
@@ -296,6 +385,12 @@ def folded_text(text: Any) -> SafeString:
     return _render("text.html", text=_text(text))
 
 
+def support_cell(entry: Any) -> SafeString:
+    """An inline citation's support (SPEC 15): its status (`unchecked`, labelled, when missing or unreadable),
+    the figures the source does not hold, and the digest of the source text."""
+    return _render("support.html", support=_support(entry)[0])
+
+
 def span_cell(answer: Any, start: Any, end: Any) -> SafeString:
     """An inline citation's `start`–`end` and the slice of the answer it covers.
 
@@ -317,15 +412,21 @@ def citations_table(column: Any) -> SafeString:
 
 
 def inline_citations_table(column: Any, answer: Any) -> SafeString:
-    """The row's `inline_citations` as a table, each with the answer span it covers.
+    """The row's `inline_citations` as a table, each with the answer span it covers and its support.
 
     `answer` is the stored answer text the `start`/`end` UTF-16 offsets index.
+    In the span, each figure the support lists as not found in the source is
+    marked (docs/support.md); the cited text is in the same row.
     """
     rows = []
     for number, entry in enumerate(column if isinstance(column, list) else [], 1):
-        span = _span(answer, entry.get("start"), entry.get("end")) if isinstance(entry, dict) else SpanView(False)
-        rows.append(_row(number, entry, span))
-    labels = (*_LABELS[:2], "span of the answer", *_LABELS[2:])
+        support_view, support = _support(entry)
+        if isinstance(entry, dict):
+            span = _span(answer, entry.get("start"), entry.get("end"), support)
+        else:
+            span = SpanView(False)
+        rows.append(_row(number, entry, span, support_view))
+    labels = (*_LABELS[:2], "span of the answer", "support", *_LABELS[2:])
     return _table(column, labels, rows, "no inline citations")
 
 

@@ -30,15 +30,24 @@ from django.db.models.functions import Substr
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import cached_property
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from chat.admin import display as admin_display
 from chat.backfill import backfill_rows
-from chat.citation_queries import STATES, HasCitationState, NamesAccount, SourceContains
+from chat.citation_queries import (
+    FLAGGED,
+    STATES,
+    SUPPORT_CHOICES,
+    HasCitationState,
+    HasSupportStatus,
+    NamesAccount,
+    SourceContains,
+)
 from chat.models import ChatLog
-from chat.selectors import chat_logs_with_citation_counts
+from chat.selectors import chat_logs_with_citation_counts, chat_logs_with_support_counts
 from citations.summary import MALFORMED, UNTYPED, classify_citation
+from citations.support import PARTLY_SUPPORTED, SUPPORT_STATUSES, UNSUPPORTED, support_status
 from citations.uuids import parse_uuid
 
 if TYPE_CHECKING:
@@ -55,6 +64,7 @@ QUESTION_PREVIEW_LENGTH = 80
 URL_LOOKUPS = frozenset(
     {
         "target_kind",
+        "support",
         "prompt_version",
         "prompt_version__exact",
         "created_at__gte",
@@ -89,6 +99,44 @@ class TargetKindFilter(admin.SimpleListFilter):
         return queryset.filter(HasCitationState(value))
 
 
+#: What the support filter and the list call each status.
+SUPPORT_LABELS = {
+    FLAGGED: "partly supported or unsupported",
+    "supported": "supported",
+    PARTLY_SUPPORTED: "partly supported",
+    UNSUPPORTED: "unsupported",
+    "unchecked": "unchecked (or none)",
+}
+
+
+#: What a list cell calls each status (narrow: the list must fit 1366 px, docs/admin.md).
+SHORT_LABELS = {**SUPPORT_LABELS, PARTLY_SUPPORTED: "partly", "unchecked": "unchecked"}
+
+
+class SupportStatusFilter(admin.SimpleListFilter):
+    """Logs with at least one inline citation of a support status (SPEC 15, docs/support.md), or `flagged`:
+    partly supported or unsupported, the answers a supervisor reads first.
+
+    Asked of the JSON itself (`HasSupportStatus`: jsonpath `@?` over the
+    inline citations' GIN index on PostgreSQL, as the kind filter is;
+    `json_each` on SQLite), so it holds for any row, old rows included.
+    """
+
+    title = "citation support"
+    parameter_name = "support"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [(choice, SUPPORT_LABELS[choice]) for choice in SUPPORT_CHOICES]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value not in SUPPORT_CHOICES:
+            return queryset.none()
+        return queryset.filter(HasSupportStatus(value))
+
+
 class CappedCountPaginator(Paginator):
     """A paginator that counts at most `cap` + 1 rows (`count` is then `cap` + 1 and `capped` True).
 
@@ -121,7 +169,8 @@ class ChatLogChangeList(ChangeList):
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
         queryset = super().get_queryset(request, exclude_parameters)
         queryset = queryset.annotate(question_head=Substr("user_message", 1, QUESTION_PREVIEW_LENGTH + 1))
-        return chat_logs_with_citation_counts(queryset).defer(*LIST_DEFERRED_FIELDS)
+        queryset = chat_logs_with_support_counts(chat_logs_with_citation_counts(queryset))
+        return queryset.defer(*LIST_DEFERRED_FIELDS)
 
 
 @admin.register(ChatLog)
@@ -139,6 +188,7 @@ class ChatLogAdmin(ReadOnlyAdmin):
         "typed_column",
         "untyped_column",
         "malformed_column",
+        "support_column",
     )
     list_display_links = ("created_at", "question")
     list_select_related = ("session", "user")
@@ -151,7 +201,12 @@ class ChatLogAdmin(ReadOnlyAdmin):
     # and a DISTINCT over the dates of every matching row on each page view;
     # these links cost no query. Any range works by hand in the URL:
     # ?created_at__gte=2026-11-01&created_at__lt=2026-11-08.
-    list_filter = ("prompt_version", TargetKindFilter, ("created_at", admin.DateFieldListFilter))
+    list_filter = (
+        "prompt_version",
+        TargetKindFilter,
+        SupportStatusFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
     # The search itself is `get_search_results`; this only turns the box on.
     search_fields = ("user_message",)
     search_help_text = (
@@ -161,7 +216,7 @@ class ChatLogAdmin(ReadOnlyAdmin):
     actions = ("recompute_targets",)
     fieldsets = (
         (None, {"fields": ("id", "session_link", "user", "prompt_version", "model", "created_at")}),
-        ("Counts (over citations)", {"fields": ("counts",)}),
+        ("Counts (over citations)", {"fields": ("counts", "support_counts")}),
         ("Turn", {"fields": ("user_message", "answer")}),
         ("Citations", {"fields": ("citations_table",)}),
         ("Inline citations", {"fields": ("inline_citations_table",)}),
@@ -169,6 +224,7 @@ class ChatLogAdmin(ReadOnlyAdmin):
     )
     readonly_fields = (
         "counts",
+        "support_counts",
         "session_link",
         "answer",
         "citations_table",
@@ -262,6 +318,14 @@ class ChatLogAdmin(ReadOnlyAdmin):
     def malformed_column(self, log: ChatLogWithCounts) -> int:
         return log.malformed_total
 
+    @admin.display(description="support")
+    def support_column(self, log: ChatLog) -> str:
+        # Counts over `inline_citations` per support status, computed by the database in one pass
+        # (`chat_logs_with_support_counts`); one line per status held.
+        counts = getattr(log, "support_counts", None) or {}
+        lines = [(counts.get(status, 0), SHORT_LABELS[status]) for status in SUPPORT_STATUSES]
+        return format_html_join("", "<div>{} {}</div>", [(n, label) for n, label in lines if n])
+
     @admin.display(description="session", ordering="session__title")
     def session_link(self, log: ChatLog) -> str:
         url = reverse("admin:chat_chatsession_change", args=[log.session_id])
@@ -280,6 +344,15 @@ class ChatLogAdmin(ReadOnlyAdmin):
             len(states) - untyped - malformed,
             untyped,
             malformed,
+        )
+
+    @admin.display(description="support (inline citations)")
+    def support_counts(self, log: ChatLog) -> str:
+        # The detail page has the JSON loaded: the same statuses, in Python (`support_status`).
+        column = log.inline_citations if isinstance(log.inline_citations, list) else []
+        statuses = [support_status(entry) for entry in column]
+        return format_html_join(
+            ", ", "{} {}", [(statuses.count(status), SUPPORT_LABELS[status]) for status in SUPPORT_STATUSES]
         )
 
     @admin.display(description="answer")

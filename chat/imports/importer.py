@@ -20,7 +20,7 @@ from django.db import DatabaseError, models, transaction
 
 from chat.imports.writer import WriteOutcome, write_turns
 from chat.models import ChatLog, ChatSession
-from chat.services import PreparedTurn, TurnLimits, check_limits, prepare_row
+from chat.services import PreparedTurn, TurnLimits, check_limits, prepare_row, support_statuses
 from citations.turn import TurnRecord, TurnRecordError, parse_turn_record
 
 __all__ = ["TurnImporter", "import_user"]
@@ -175,6 +175,9 @@ class TurnImporter:
         else:
             self.counts["imported"] += 1
             _metrics().turns_imported(outcome="imported")
+            _metrics().citation_support(
+                path="import", statuses=support_statuses(item.prepared.row.columns["inline_citations"])
+            )
             self.skipped_types.update(item.prepared.skipped_citations)
             # Freshly assembled: a target, when present, is one the registry
             # wrote (valid by construction), so its kind needs no parsing.

@@ -75,6 +75,11 @@ class SearchResult:
     def texts(self) -> list[str]:
         return list(self._texts)
 
+    @property
+    def text_sequence(self) -> Sequence[str]:
+        """The texts as held, not copied: a tuple, or a SQL block's rows, rendered on first read (docs/support.md)."""
+        return self._texts
+
     def to_block(self) -> dict[str, Any]:
         """The Anthropic `search_result` content block (a new dict)."""
         return {

@@ -1,0 +1,106 @@
+"""Support through the one turn assembler (SPEC 15, docs/support.md): the support turn cases fed whole (an import)
+and streamed (the real SDK reading the recorded model, as a live turn reads the API) give the hand-computed rows;
+a turn resumed from a snapshot between steps computes the same support. No database."""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import pytest
+
+from citations.assembler import TurnAssembler, assemble_record, replay
+from citations.citable import to_citable_content
+from citations.registry import TurnRegistry
+from citations.turn import AssistantEvent, ToolCallEvent, parse_turn_record
+from devtools.recorded_model import RecordedModelServer
+from live.model_step import StepStream
+from tests.cases import golden_params
+from tests.support_turns import CASES
+
+
+@pytest.fixture(scope="module")
+def model():
+    server = RecordedModelServer().start()
+    yield server
+    server.stop()
+
+
+def _row(assembled):
+    return {
+        "response": assembled.response,
+        "citations": assembled.citations,
+        "inline_citations": assembled.inline_citations,
+    }
+
+
+@pytest.mark.parametrize("case", golden_params(CASES))
+def test_a_case_imported_gives_its_support(case):
+    assert _row(assemble_record(parse_turn_record(case["record"]).events)) == case["expect"]
+
+
+@pytest.mark.parametrize("case", golden_params(CASES))
+def test_a_case_streamed_gives_its_support_in_the_events_and_the_result(model, case):
+    client = anthropic.Anthropic(api_key="test", base_url=model.base_url, max_retries=0)
+    assembler, sent = TurnAssembler(), []
+    for event in parse_turn_record(case["record"]).events:
+        if isinstance(event, ToolCallEvent):
+            assembler.tool_call(event.name, event.input, event.output)
+            continue
+        model.load([{"name": "case", "steps": [{"message": dict(event.message)}]}])
+        step = StepStream(assembler)
+        request = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}]}
+        with client.messages.create(**request, stream=True) as stream:  # type: ignore[call-overload]
+            for raw in stream:
+                sent += step.feed(raw)
+        sent += step.finish()
+    assert _row(assembler.result()) == case["expect"]
+    assert [e.data["citation"] for e in sent if e.name == "citation"] == case["expect"]["inline_citations"]
+
+
+def call_of(call: ToolCallEvent) -> tuple:
+    return call.name, call.input, call.output
+
+
+@pytest.mark.parametrize("case", golden_params(CASES))
+def test_a_case_resumed_after_its_tool_calls_computes_the_same_support(case):
+    """A checkpoint holds the snapshot, the registry and the messages (live/checkpoint.py): the texts a citation
+    is checked against come back from the tool results' search_result blocks, as the model got them."""
+    events = parse_turn_record(case["record"]).events
+    split = next(i for i, event in enumerate(events) if isinstance(event, AssistantEvent))
+    first = replay(events[:split])
+    results = [
+        {
+            "type": "tool_result",
+            "tool_use_id": call.id,
+            "content": [b.to_block() for b in to_citable_content(*call_of(call))],
+        }
+        for call in events[:split]
+        if isinstance(call, ToolCallEvent)
+    ]
+    messages = [{"role": "user", "content": "q"}, {"role": "user", "content": results}]
+    snapshot = json.loads(json.dumps(first.snapshot()))
+    registry = TurnRegistry.from_json(json.loads(json.dumps(first.registry.to_json())))
+    resumed = TurnAssembler.from_snapshot(snapshot, registry, json.loads(json.dumps(messages)))
+    assert resumed is not None
+    assert _row(replay(events[split:], resumed).result()) == case["expect"]
+
+
+def test_a_copy_before_a_step_shares_the_texts_and_goes_back_to_them():
+    case = CASES[0]
+    events = parse_turn_record(case["record"]).events
+    assembler = replay(events[:1])
+    before = assembler.copy()
+    replay(events[1:], assembler)
+    assert _row(replay(events[1:], before).result()) == case["expect"]
+    assert (
+        before.sources.blocks("silvia://your-account/credit-card")[0]
+        is (assembler.sources.blocks("silvia://your-account/credit-card")[0])
+    )
+
+
+def test_the_summary_carries_no_support():
+    for case in CASES:
+        assembled = assemble_record(parse_turn_record(case["record"]).events)
+        assert all("support" not in entry for entry in assembled.citations)
+        assert all("support" in entry for entry in assembled.inline_citations)
