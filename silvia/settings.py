@@ -276,6 +276,8 @@ LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
 LIVE_TURN_FLUSH_SECONDS = env.float("LIVE_TURN_FLUSH_SECONDS", default=0.05)
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
 LIVE_TURN_KEEPALIVE_SECONDS = env.float("LIVE_TURN_KEEPALIVE_SECONDS", default=15.0)
+# A worker reads this often whether the turns it runs were stopped (live/stops.py, docs/live.md#stopping-a-turn).
+LIVE_TURN_STOP_POLL_SECONDS = env.float("LIVE_TURN_STOP_POLL_SECONDS", default=0.5)
 # Admission (docs/live.md#admission): queued or running turns per user (429 past it), turns
 # waiting for a worker (503 past it), and the Retry-After both answers carry.
 LIVE_TURN_MAX_PER_USER = env.int("LIVE_TURN_MAX_PER_USER", default=3)
@@ -298,6 +300,13 @@ LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 LIVE_SSE_MAX_STREAMS_PER_USER = env.int("LIVE_SSE_MAX_STREAMS_PER_USER", default=20)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
+
+# Retention (docs/privacy.md#retention, silvia/retention.py): a finished turn's event log and checkpoint are
+# kept this long after it ends (a reconnect then gets 410); chat logs older than CHAT_LOG_MAX_AGE_DAYS are
+# removed (unset: kept for ever); each pass deletes in batches of RETENTION_BATCH_SIZE rows, one transaction each.
+LIVE_TURN_EVENTS_KEEP_SECONDS = env.int("LIVE_TURN_EVENTS_KEEP_SECONDS", default=86_400)
+CHAT_LOG_MAX_AGE_DAYS = env.int("CHAT_LOG_MAX_AGE_DAYS", default=None)
+RETENTION_BATCH_SIZE = env.int("RETENTION_BATCH_SIZE", default=1000)
 
 # SQLite serves live turns from several threads (and processes in tests):
 # WAL lets readers run beside the writer (synchronous=NORMAL: a commit does
@@ -347,3 +356,5 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Task modules outside the apps' tasks.py: the retention pass (silvia/retention.py), run by the periodic timer.
+CELERY_IMPORTS = ["silvia.retention"]
