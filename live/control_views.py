@@ -3,6 +3,7 @@ and `live.erasure` (docs/live.md#stopping-a-turn, docs/api.md#deleting-a-session
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -17,7 +18,23 @@ from citations.uuids import parse_uuid
 from live.erasure import session_delete
 from live.stops import TurnEndedError, TurnNotFoundError, turn_stop
 
-__all__ = ["SessionView", "TurnStopView"]
+__all__ = ["GONE", "SessionView", "TurnStopView", "gone"]
+
+GONE = OpenApiResponse(
+    inline_serializer("TurnGone", {"detail": serializers.CharField(), "session_id": serializers.UUIDField()}),
+    description="The turn ended and its events are past their retention; its session's GET holds the stored row.",
+)
+
+
+def gone(session_id: uuid.UUID) -> Response:
+    """410 for a reconnect to a turn whose event log was pruned (docs/live.md#retention), naming its session."""
+    return Response(
+        {
+            "detail": "This answer's events are no longer kept. Its conversation holds the saved answer.",
+            "session_id": str(session_id),
+        },
+        status=410,
+    )
 
 _STOPPED = inline_serializer(
     "StoppedTurn",
