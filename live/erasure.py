@@ -51,8 +51,8 @@ class Erased:
         )
 
     def summary(self) -> str:
-        """`4 sessions, 15 turns, 3 live turns, 310 events`."""
-        counts: list[tuple[int, str]] = [(self.sessions, "session"), (self.turns, "turn")]
+        """`4 sessions, 15 chat logs, 3 live turns, 310 events`."""
+        counts: list[tuple[int, str]] = [(self.sessions, "session"), (self.turns, "chat log")]
         counts += [(self.live_turns, "live turn"), (self.events, "event")]
         return ", ".join(f"{n} {word}{'' if n == 1 else 's'}" for n, word in counts)
 

@@ -120,11 +120,11 @@ def test_erase_user_chats_dry_run_then_erase(maya, other_user):
     live_turn(uuid.uuid4(), maya, status=LiveTurnStatus.FAILED, events=2)  # a new session's failed first turn
     out = io.StringIO()
     call_command("erase_user_chats", "maya", "--dry-run", stdout=out)
-    assert out.getvalue() == "maya: would erase 2 sessions, 3 turns, 4 live turns, 14 events\n"
+    assert out.getvalue() == "maya: would erase 2 sessions, 3 chat logs, 4 live turns, 14 events\n"
     assert ChatLog.objects.filter(user=maya).count() == 3
     out = io.StringIO()
     call_command("erase_user_chats", "maya", stdout=out)
-    assert out.getvalue() == "maya: erased 2 sessions, 3 turns, 4 live turns, 14 events\n"
+    assert out.getvalue() == "maya: erased 2 sessions, 3 chat logs, 4 live turns, 14 events\n"
     for session in mine:
         assert counts(session.id) == (0, 0, 0, 0)
     assert not LiveTurn.objects.filter(user=maya).exists()
