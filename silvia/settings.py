@@ -232,8 +232,13 @@ LOGGING = build_logging(LOG_LEVEL, access_log=ACCESS_LOG)
 # /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it is a 404.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # What /readyz checks: {name: dotted path of a callable that raises when its part is unreachable}
-# (silvia/readiness.py): the database, and the job engine's broker (docs/job-engine.md).
-READINESS_CHECKS = {"database": "silvia.readiness.database", "job_engine": "silvia.readiness.job_engine"}
+# (silvia/readiness.py): the database, the job engine's broker (docs/job-engine.md), the SQL tool's role.
+READINESS_CHECKS = {
+    "database": "silvia.readiness.database",
+    "job_engine": "silvia.readiness.job_engine",
+    # The role may switch to the SQL tool's reader (docs/deploying.md#the-runtime-role).
+    "sql_tool": "silvia.readiness.sql_tool",
+}
 
 # Tools a live turn can use (docs/tools.md, docs/sandbox.md: every variable there); one not configured is not offered.
 EXA_API_KEY = env.str("EXA_API_KEY", default="")
