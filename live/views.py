@@ -174,7 +174,9 @@ class TurnCreateView(APIView):
             return _busy("The service could not queue this question. Please try again.", 503)
         except ModelNotConfiguredError as error:
             return Response({"detail": str(error)}, status=503)
-        return sse_response(request._request, turn.id, 0, view="turn", protocol=protocol)
+        response = sse_response(request._request, turn.id, 0, view="turn", protocol=protocol)
+        response["X-Turn-Id"] = str(turn.id)  # what a client stop names (docs/live.md#stopping-a-turn)
+        return response
 
 
 class TurnEventsView(APIView):

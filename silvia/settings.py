@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "axes",
     "chat",
     "live",
     "pages",
@@ -88,6 +89,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Refuses a locked-out sign-in (django-axes: docs/deploying.md#sign-in-throttling); after authentication.
+    "axes.middleware.AxesMiddleware",
     # Last: the chain runs sync, in one thread hop under ASGI (silvia/middleware.py says why).
     "silvia.middleware.sync_chain",
 ]
@@ -143,6 +146,22 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Sign-in that resists guessing (docs/deploying.md#sign-in-throttling): django-axes counts failed sign-ins at
+# /login/ and /admin/login/ (any `authenticate()` with a request) in the database, per account and per address
+# separately; past LOGIN_FAILURE_LIMIT either is refused (429) for LOGIN_COOLOFF_MINUTES, the right password
+# included. A success resets the account's count. The API's token auth never calls authenticate(): DRF's
+# throttles stay its own. Behind a proxy, name the header it sets (LOGIN_CLIENT_IP_HEADERS) and how many proxies
+# (LOGIN_PROXY_COUNT); by default only the connection's own address counts (a header could be forged).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("LOGIN_COOLOFF_MINUTES", default=15.0) / 60  # hours, as django-axes reads a number
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures are counted in axes_accessattempt
+AXES_IPWARE_META_PRECEDENCE_ORDER = tuple(env.list("LOGIN_CLIENT_IP_HEADERS", default=["REMOTE_ADDR"]))
+AXES_IPWARE_PROXY_COUNT = env.int("LOGIN_PROXY_COUNT", default=None)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
