@@ -58,6 +58,17 @@ class SessionListView(generics.ListAPIView):
     def get_queryset(self):
         return session_list_for_user(user=cast(AbstractBaseUser, self.request.user))
 
+    @extend_schema(
+        responses={
+            200: ChatSessionListSerializer(many=True),
+            404: OpenApiResponse(
+                description='`?page=` past the last page, or not a page number: `{"detail": "Invalid page."}`.'
+            ),
+        }
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         paginator = cast(SessionPagination, self.paginator)
         pages = SessionListPages(user=cast(AbstractBaseUser, request.user))
