@@ -152,7 +152,7 @@ def gets(client: Any, path: str, until: float | threading.Event) -> list[float]:
     return times
 
 
-def p(values: list[float], q: float) -> float:
+def p(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100)[q - 1] if len(values) >= 2 else (values or [0.0])[0]
 
 

@@ -36,6 +36,7 @@ def gone(session_id: uuid.UUID) -> Response:
         status=410,
     )
 
+
 _STOPPED = inline_serializer(
     "StoppedTurn",
     {

@@ -19,7 +19,7 @@ from finance.demo import seed_demo_finance
 from live.models import LiveTurn
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
-CARDS = "d93ada3e-af5f-4e4e-823c-781fec71f26d"
+CARDS = uuid.UUID("d93ada3e-af5f-4e4e-823c-781fec71f26d")
 
 
 def body(response) -> bytes:

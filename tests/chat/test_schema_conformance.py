@@ -12,6 +12,8 @@ import schemathesis
 from django.core.management import call_command
 from hypothesis import HealthCheck, settings
 from rest_framework.authtoken.models import Token
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import status_code_conformance
 
 from silvia.wsgi import application
 
@@ -35,5 +37,5 @@ def test_every_answer_is_documented_and_none_is_a_server_error(case, token):
         case.path_parameters["session_id"] = CARDS
     case.call_and_validate(
         headers={"Authorization": f"Token {token}"},
-        checks=[schemathesis.checks.not_a_server_error, schemathesis.specs.openapi.checks.status_code_conformance],
+        checks=[not_a_server_error, status_code_conformance],
     )

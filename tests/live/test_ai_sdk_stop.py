@@ -44,7 +44,7 @@ def test_stop_through_the_ai_sdks_transport_stops_the_turn(stream, recorded_mode
     )
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout.splitlines()[-1])
-    turn = LiveTurn.objects.get(session_id=session_id)
+    turn = LiveTurn.objects.get(session_id=uuid.UUID(session_id))
     assert result["turnId"] == str(turn.id)
     assert result["stopStatus"] == 200  # the fetch told the server
     assert (turn.status, turn.error) == (LiveTurnStatus.FAILED, {"type": STOPPED, "message": STOPPED_MESSAGE})
@@ -53,4 +53,4 @@ def test_stop_through_the_ai_sdks_transport_stops_the_turn(stream, recorded_mode
     assert long.startswith(result["replayText"]) and len(result["replayText"]) < len(long)
     assert result["errors"] == [STOPPED_MESSAGE]
     assert result["metadata"]["error"] == {"type": STOPPED, "message": STOPPED_MESSAGE}
-    assert not ChatLog.objects.filter(session_id=session_id).exists()
+    assert not ChatLog.objects.filter(session_id=uuid.UUID(session_id)).exists()

@@ -10,6 +10,7 @@ import logging
 import re
 import time
 import uuid
+from typing import Any
 
 from rest_framework.test import APIClient
 
@@ -29,9 +30,9 @@ class Stream:
 
     def __init__(self, response) -> None:
         self.chunks = iter(response.streaming_content)
-        self.events: list[tuple[int, str, object]] = []
+        self.events: list[tuple[int, str, Any]] = []
 
-    def until(self, predicate, timeout: float = 30.0) -> tuple[int, str, object]:
+    def until(self, predicate, timeout: float = 30.0) -> tuple[int, str, Any]:
         deadline = time.monotonic() + timeout
         for event in self.events:
             if predicate(event):
@@ -45,7 +46,7 @@ class Stream:
             assert time.monotonic() < deadline, f"not seen in {timeout} s: {self.events[-3:]}"
         raise AssertionError(f"the stream ended without it: {self.events[-3:]}")
 
-    def rest(self) -> list[tuple[int, str, object]]:
+    def rest(self) -> list[tuple[int, str, Any]]:
         for chunk in self.chunks:
             self.events += parse_frames(chunk)
         return self.events
@@ -77,7 +78,11 @@ def assert_stopped(api: APIClient, events, turn_id: str, session_id) -> None:
     assert events[-1][1] == "error" and events[-1][2] == {"error": {"type": STOPPED, "message": STOPPED_MESSAGE}}
     assert [name for _, name, _ in events].count("error") == 1
     turn = LiveTurn.objects.get(pk=turn_id)
-    assert (turn.status, turn.checkpoint, turn.error["type"]) == (LiveTurnStatus.FAILED, None, STOPPED)
+    assert (turn.status, turn.checkpoint, turn.error) == (
+        LiveTurnStatus.FAILED,
+        None,
+        {"type": STOPPED, "message": STOPPED_MESSAGE},
+    )
     assert not ChatLog.objects.filter(pk=turn_id).exists()
     assert not ChatLog.objects.filter(session_id=session_id).exists()
     # The row is never written later either: a worker's writes are fenced.
@@ -132,7 +137,7 @@ def test_stop_while_the_answer_streams(client, recorded_model, caplog):  # noqa:
     streamed = "".join(data["text"] for _, name, data in events if name == "text")
     assert streamed and len(streamed) < len(LONG)
     # Nothing is written after the stop's event; the worker let go within its next batch or watch.
-    assert LiveTurnEvent.objects.filter(turn_id=turn_id).order_by("-seq").first().event == "error"
+    assert LiveTurnEvent.objects.filter(turn_id=turn_id).order_by("-seq").values_list("event", flat=True)[0] == "error"
     assert let_go_ms(caplog, turn_id) < 2000
     assert post_turn(client, session_id=session_id, message="again")[1].status_code == 200
 
