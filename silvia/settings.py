@@ -158,6 +158,7 @@ AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("LOGIN_COOLOFF_MINUTES", default=15.0) / 60  # hours, as django-axes reads a number
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no start-up line (a command's stderr stays its own); lockouts are still logged
 AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
 AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures are counted in axes_accessattempt
 AXES_IPWARE_META_PRECEDENCE_ORDER = tuple(env.list("LOGIN_CLIENT_IP_HEADERS", default=["REMOTE_ADDR"]))
