@@ -7,7 +7,7 @@ import `live`), so the one function that removes a session whole is here.
 
 `session_delete` stops the session's queued or running turn first
 (`live.stops.turn_stop`: its streams end with `error` `stopped`, its worker
-lets go), then deletes everything of the session in one transaction. A
+lets go), gives its streams one poll to read that event, then deletes everything of the session in one transaction. A
 worker still finishing a turn of it meets no row: its writes are fenced, so
 nothing of it comes back. `user_chats_erase` does that for each session of a
 user (each its own transaction), with a dry run that only counts.
@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from chat.models import ChatLog, ChatSession
@@ -80,9 +82,15 @@ def session_delete(*, user: Any, session_id: uuid.UUID, dry_run: bool = False) -
         return None
     if dry_run:
         return Erased(sessions.count(), logs.count(), live_turns.count(), events.count())
+    stopped = False
     for turn_id in live_turns.active().values_list("pk", flat=True):
         with contextlib.suppress(TurnEndedError):  # it ended meanwhile
             turn_stop(user=user, turn_id=turn_id)
+            stopped = True
+    if stopped:
+        # Its open streams end with the `stopped` event only if they read it before the rows go: NOTIFY
+        # wakes a stream at once (PostgreSQL, ASGI); one that polls reads every LIVE_TURN_POLL_SECONDS.
+        time.sleep(settings.LIVE_TURN_POLL_SECONDS + 0.1)
     with sqlite_write_lock(), transaction.atomic():
         # Children first, each one statement: events, live turns, turns, the session.
         erased = Erased(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import threading
 import time
 import uuid
 
@@ -106,9 +107,12 @@ def test_delete_during_a_running_turn_stops_it_first(client, recorded_model):  #
     stream = Stream(response)
     turn_id = stream.until(lambda e: e[1] == "turn")[2]["turn_id"]
     stream.until(lambda e: e[1] == "text")
+    reader = threading.Thread(target=stream.rest)  # the stream is read meanwhile, as a client reads it
+    reader.start()
     assert client.delete(f"/api/chat/sessions/{session_id}/").status_code == 204
-    events = stream.rest()
-    assert events[-1][1] == "error" or not LiveTurn.objects.filter(pk=turn_id).exists()
+    reader.join(30)
+    events = stream.events
+    assert events[-1] == (events[-1][0], "error", {"error": {"type": "stopped", "message": "You stopped this answer."}})
     wait_for(lambda: not LiveTurn.objects.filter(pk=turn_id).exists(), what="the turn deleted")
     time.sleep(0.5)  # the worker's last writes would land by now: none may
     assert counts(session_id) == (0, 0, 0, 0)
