@@ -22,6 +22,7 @@ Each statement names its benchmark line: bench/README.md, "sql_tool".
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -39,6 +40,8 @@ from finance.sql_values import NUMBER_TOO_LARGE, fetch_rows, first_batch, rows_o
 from finance.view_sql import VIEW_NAMES, role_names
 
 #: Types the tool reads as PostgreSQL's ISO text (JSON-ready); bench/sql_tool.py's direct query does the same.
+logger = logging.getLogger(__name__)
+
 TEXT_TYPES = ("date", "time", "timetz", "timestamp", "timestamptz", "interval")
 _TOO_LARGE_MARK = "silvia: a row past the text cap"
 
@@ -48,6 +51,33 @@ def reader_role(connection: BaseDatabaseWrapper) -> str:
     return role_names(
         connection.settings_dict["NAME"], settings.FINANCE_SQL_READER_ROLE, settings.FINANCE_SQL_VIEW_OWNER_ROLE
     )[0]
+
+
+#: What the model reads when the service's role cannot switch to the reader role (docs/deploying.md#the-runtime-role).
+READER_MISSING = (
+    "the service cannot run SQL queries right now: its database role may not switch to the SQL tool's reader "
+    "role (a setup problem on the server, not in the query)"
+)
+
+
+def reader_membership_problem(connection: BaseDatabaseWrapper) -> str | None:
+    """Why the tool's queries cannot run as the reader role, or None: the role the service connects as must be a
+    member of `<database>_sql_reader` (docs/deploying.md#the-runtime-role). Names the two roles, nothing else.
+    None too before migration 0002 made the role (`is_ready` covers that)."""
+    reader = reader_role(connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT session_user, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) "
+            "AND NOT pg_has_role(session_user, %s, 'MEMBER')",
+            [reader, reader],
+        )
+        role, missing = cursor.fetchone()
+    if not missing:
+        return None
+    return (
+        f"the database role {role!r} is not a member of {reader!r} "
+        f'(GRANT "{reader}" TO "{role}": docs/deploying.md#the-runtime-role)'
+    )
 
 
 def is_ready(connection: BaseDatabaseWrapper) -> bool:
@@ -155,6 +185,11 @@ def run_query(
     except errors.QueryCanceled:
         raise ToolError(f"the query ran longer than {timeout_ms / 1000:g} s and was stopped") from None
     except errors.InsufficientPrivilege:
+        problem = reader_membership_problem(connection)
+        if problem is not None:
+            # The operator's setup, not the query: every query fails the same way until it is fixed.
+            logger.error("execute_sql refused every query: %s", problem)
+            raise ToolError(READER_MISSING) from None
         raise ToolError(f"permission denied: only {', '.join(VIEW_NAMES)} can be read") from None
     except errors.ReadOnlySqlTransaction:
         raise ToolError("the query may only read") from None

@@ -53,6 +53,7 @@ from live.model_client import model_client, model_request_timed
 from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
 from live.models import LiveTurn, LiveTurnStatus
 from live.prompts import system_prompt
+from live.stops import closing_on_stop, watching
 from live.tool_calls import tool_result
 from live.writer import EventWriter
 from telemetry import metrics, tracing  # this module loads with the first turn only (tests/test_startup.py)
@@ -176,7 +177,11 @@ class TurnRunner:
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
-        with model_request_timed(request, step), model_client().messages.create(**request, stream=True) as stream:
+        with (
+            model_request_timed(request, step),
+            model_client().messages.create(**request, stream=True) as stream,
+            closing_on_stop(self.turn.id, stream.response),  # a stop ends a read that waits (live.stops)
+        ):
             for raw in stream:
                 for event in step.feed(raw):
                     self.emit(event)
@@ -289,7 +294,8 @@ def run_turn(turn_id: uuid.UUID, token: uuid.UUID) -> None:
     turn: LiveTurn | None = None
     try:
         turn = LiveTurn.objects.get(pk=turn_id)
-        TurnRunner(turn, token).run()
+        with watching(turn_id, token):  # a stop lets the worker go at once (live.stops)
+            TurnRunner(turn, token).run()
     except Exception as error:
         logger.error("turn %s: the worker stopped: %s", turn_id, where_raised(error))
         try:  # never a turn left running by a crash of its runner

@@ -15,6 +15,8 @@ from citations.text import storable_json
 from citations.tools import ToolError, ToolExecutor
 from live.checkpoint import TurnState
 from live.errors import where_raised
+from live.log import LostTurnError
+from live.stops import result_unless_stopped
 from telemetry import metrics, tracing
 
 __all__ = ["tool_result"]
@@ -53,13 +55,15 @@ def tool_result(
     # `carried`: the tool's span (tools.measured) goes under this turn's, from the pool's thread.
     future = _tool_pool.submit(tracing.carried(_run_tool_in_thread), tool, tool_input, user)
     try:
-        output = future.result(timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)
+        output = result_unless_stopped(future, turn_id=turn_id, timeout=settings.LIVE_TOOL_TIMEOUT_SECONDS)
     except concurrent.futures.TimeoutError:
         metrics.tool_timed_out(tool=name)
         tracing.add_event("tool_timed_out", {"gen_ai.tool.name": name})
         return {**result, "is_error": True, "content": f"{name} timed out"}, []
     except ToolError as error:
         return {**result, "is_error": True, "content": error.reason or f"{name} failed"}, []
+    except LostTurnError:  # stopped while its tool ran: the worker lets go (live.stops)
+        raise
     except Exception as error:
         # The class and where only: an exception's text can quote row values.
         logger.warning("turn %s: tool %s raised %s", turn_id, name, where_raised(error))

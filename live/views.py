@@ -24,8 +24,10 @@ from chat.models import PromptVersion
 from citations.ai_sdk import HEADERS as AI_SDK_HEADERS
 from citations.ai_sdk import PROTOCOL as AI_SDK
 from citations.uuids import parse_uuid
+from live.control_views import GONE, gone
 from live.log import release_connection
 from live.models import ACTIVE_STATUSES, LiveTurn
+from live.retention import turn_events_pruned
 from live.service import (
     AdmissionBusyError,
     ModelNotConfiguredError,
@@ -173,7 +175,9 @@ class TurnCreateView(KeepsHttpRequest, APIView):
             return _busy("The service could not queue this question. Please try again.", 503)
         except ModelNotConfiguredError as error:
             return Response({"detail": str(error)}, status=503)
-        return sse_response(self.http_request, turn.id, 0, view="turn", protocol=protocol)
+        response = sse_response(self.http_request, turn.id, 0, view="turn", protocol=protocol)
+        response["X-Turn-Id"] = str(turn.id)  # what a client stop names (docs/live.md#stopping-a-turn)
+        return response
 
 
 class TurnEventsView(KeepsHttpRequest, APIView):
@@ -205,6 +209,7 @@ class TurnEventsView(KeepsHttpRequest, APIView):
             204: OpenApiResponse(description="The turn ended and the client holds all its events: stop."),
             400: OpenApiResponse(description="Last-Event-ID is not an event id, or an unknown `protocol`."),
             404: OpenApiResponse(description="Not found."),
+            410: GONE,
             429: OpenApiResponse(description="The caller has as many streams open as allowed; `Retry-After`."),
         },
     )
@@ -212,10 +217,12 @@ class TurnEventsView(KeepsHttpRequest, APIView):
         turn_uuid = parse_uuid(turn_id)
         # IsAuthenticated: request.user is a User here, not the AnonymousUser the stubs also allow.
         owned = LiveTurn.objects.filter(pk=turn_uuid, user=request.user)  # type: ignore[misc]
-        turn = owned.values_list("status", "last_seq").first() if turn_uuid is not None else None
+        turn = owned.values_list("status", "last_seq", "session_id").first() if turn_uuid is not None else None
         if turn is None or turn_uuid is None:
             raise NotFound()
         protocol = stream_protocol(request)
+        if turn[0] not in ACTIVE_STATUSES and turn_events_pruned(turn_uuid):
+            return gone(turn[2])  # its events are past their retention (docs/live.md#retention)
         if protocol == AI_SDK:
             after = 0  # its reconnect replays the turn whole: Last-Event-ID and ?after are not read, nor refused
         else:
@@ -223,7 +230,7 @@ class TurnEventsView(KeepsHttpRequest, APIView):
             if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
                 raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
             after = int(raw)
-        status, last_seq = turn
+        status, last_seq, _ = turn
         if protocol != AI_SDK and status not in ACTIVE_STATUSES and after >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)
         limit = settings.LIVE_SSE_MAX_STREAMS_PER_USER

@@ -12,6 +12,7 @@ urlpatterns = [
     # Any segment reaches the view, so a malformed id is the same 404 as a missing one.
     path("chat/answer-preview/", views.answer_preview, name="answer-preview"),
     re_path(r"^chat/(?P<session_id>[^/]+)/$", views.session_detail, name="session-detail"),
+    re_path(r"^chat/(?P<session_id>[^/]+)/delete/$", views.session_delete, name="session-delete"),
     re_path(r"^chat/(?P<session_id>[^/]+)/turns/(?P<log_id>[^/]+)/$", views.turn_detail, name="turn-detail"),
     path("favicon.ico", views.favicon, name="favicon"),
     # `account_path` links have no trailing slash; one is tolerated.

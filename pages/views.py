@@ -7,6 +7,7 @@ import uuid
 from typing import Any, cast
 from urllib.parse import quote
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import Paginator
@@ -20,6 +21,8 @@ from chat.selectors import session_get_for_user, session_messages
 from citations.urls import account_path
 from finance.selectors import account_get_for_user, account_target_id, portfolio_for_user
 from live.configured import model_configured
+from live.erasure import session_delete as session_delete_everything
+from live.models import LiveTurn
 from pages.selectors import account_names_for_user, session_page_for_user, turn_get_for_user
 
 SESSIONS_PER_PAGE = 50
@@ -77,6 +80,27 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
         **_ask_context(),
     }
     return render(request, "pages/session_detail.html", context)
+
+
+@login_required
+def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
+    """`/chat/<session id>/delete/`: GET asks to confirm; POST (with its CSRF token) deletes the conversation and
+    everything of it, a running answer stopped first (`live.erasure.session_delete`), then goes to `/chat/`.
+    404 unless the caller's."""
+    session = session_get_for_user(session_id=session_id, user=_caller(request))
+    if session is None:
+        raise Http404("No such conversation.")
+    if request.method == "POST":
+        session_delete_everything(user=_caller(request), session_id=session.id)
+        messages.success(request, f"Deleted “{session.title or 'Untitled conversation'}”.")
+        return redirect("pages:session-list")
+    context = {
+        "session": session,
+        "question_count": session_messages(session=session).count(),
+        "running": LiveTurn.objects.filter(session_id=session.id, user_id=session.user_id).active().exists(),
+        "nav": "chat",
+    }
+    return render(request, "pages/session_delete.html", context)
 
 
 def _render_answer(answer: str, inline: object, names: dict[str, str], *, partial: bool = False) -> Any:

@@ -65,3 +65,40 @@ class Transport(sqlalchemy.Transport):
             finally:
                 channel.session.close()  # its pooled database connection back (kombu's close keeps it)
                 self.close_channel(channel)
+
+
+def prune_taken_messages(*, batch_size: int) -> int:
+    """Delete the messages workers have taken from the embedded broker's file; how many (SPEC 16).
+
+    kombu's SQLAlchemy transport never deletes a message: a get marks it taken
+    (`visible` false) and leaves the row, so the file grows by one row per turn
+    for ever. A taken message is never read again (an acknowledgement touches
+    no row; a worker that stops sends its unacknowledged ones again as new
+    rows), so taken rows go, `batch_size` per statement, through the channel's
+    own session and message model (kombu's public `Channel.session` and
+    `Channel.message_cls`). One `DELETE` per batch: SQLite's write lock is held
+    only for it, and a worker's poll waits at most that long.
+    """
+    from kombu import Connection
+    from sqlalchemy import select
+
+    total = 0
+    with Connection(
+        settings.CELERY_BROKER_URL, transport=Transport, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    ) as broker:
+        channel = broker.default_channel
+        message, session = channel.message_cls, channel.session
+        try:
+            while True:
+                taken = select(message.id).where(message.visible.is_(False)).order_by(message.id).limit(batch_size)
+                deleted = (
+                    session.query(message)
+                    .filter(message.id.in_(taken.scalar_subquery()))
+                    .delete(synchronize_session=False)
+                )
+                session.commit()
+                total += deleted
+                if deleted < batch_size:
+                    return total
+        finally:
+            session.close()  # its pooled database connection back

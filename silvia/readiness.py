@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils.module_loading import import_string
 
-__all__ = ["database", "job_engine", "run_checks"]
+__all__ = ["database", "job_engine", "run_checks", "sql_tool"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,20 @@ def job_engine() -> None:
 
     with Connection(url, connect_timeout=3) as broker:
         broker.connect()
+
+
+def sql_tool() -> None:
+    """On PostgreSQL, the role the service connects as may switch to the SQL tool's reader role (a runtime role
+    not granted it would refuse every `execute_sql` query: docs/deploying.md#the-runtime-role). The reason is
+    logged, naming the two roles."""
+    if connection.vendor != "postgresql":
+        return
+    from finance.sql_postgres import reader_membership_problem
+
+    problem = reader_membership_problem(connection)
+    if problem is not None:
+        logger.warning("readyz: sql_tool: %s", problem)
+        raise PermissionError("the database role cannot run the SQL tool's queries")
 
 
 def run_checks(checks: Mapping[str, str]) -> dict[str, str]:

@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "axes",
     "chat",
     "live",
     "pages",
@@ -88,6 +89,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Refuses a locked-out sign-in (django-axes: docs/deploying.md#sign-in-throttling); after authentication.
+    "axes.middleware.AxesMiddleware",
     # Last: the chain runs sync, in one thread hop under ASGI (silvia/middleware.py says why).
     "silvia.middleware.sync_chain",
 ]
@@ -143,6 +146,23 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Sign-in that resists guessing (docs/deploying.md#sign-in-throttling): django-axes counts failed sign-ins at
+# /login/ and /admin/login/ (any `authenticate()` with a request) in the database, per account and per address
+# separately; past LOGIN_FAILURE_LIMIT either is refused (429) for LOGIN_COOLOFF_MINUTES, the right password
+# included. A success resets the account's count. The API's token auth never calls authenticate(): DRF's
+# throttles stay its own. Behind a proxy, name the header it sets (LOGIN_CLIENT_IP_HEADERS) and how many proxies
+# (LOGIN_PROXY_COUNT); by default only the connection's own address counts (a header could be forged).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("LOGIN_COOLOFF_MINUTES", default=15.0) / 60  # hours, as django-axes reads a number
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no start-up line (a command's stderr stays its own); lockouts are still logged
+AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures are counted in axes_accessattempt
+AXES_IPWARE_META_PRECEDENCE_ORDER = tuple(env.list("LOGIN_CLIENT_IP_HEADERS", default=["REMOTE_ADDR"]))
+AXES_IPWARE_PROXY_COUNT = env.int("LOGIN_PROXY_COUNT", default=None)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -232,8 +252,13 @@ LOGGING = build_logging(LOG_LEVEL, access_log=ACCESS_LOG)
 # /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, it is a 404.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # What /readyz checks: {name: dotted path of a callable that raises when its part is unreachable}
-# (silvia/readiness.py): the database, and the job engine's broker (docs/job-engine.md).
-READINESS_CHECKS = {"database": "silvia.readiness.database", "job_engine": "silvia.readiness.job_engine"}
+# (silvia/readiness.py): the database, the job engine's broker (docs/job-engine.md), the SQL tool's role.
+READINESS_CHECKS = {
+    "database": "silvia.readiness.database",
+    "job_engine": "silvia.readiness.job_engine",
+    # The role may switch to the SQL tool's reader (docs/deploying.md#the-runtime-role).
+    "sql_tool": "silvia.readiness.sql_tool",
+}
 
 # Tools a live turn can use (docs/tools.md, docs/sandbox.md: every variable there); one not configured is not offered.
 EXA_API_KEY = env.str("EXA_API_KEY", default="")
@@ -276,6 +301,8 @@ LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
 LIVE_TURN_FLUSH_SECONDS = env.float("LIVE_TURN_FLUSH_SECONDS", default=0.05)
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
 LIVE_TURN_KEEPALIVE_SECONDS = env.float("LIVE_TURN_KEEPALIVE_SECONDS", default=15.0)
+# A worker reads this often whether the turns it runs were stopped (live/stops.py, docs/live.md#stopping-a-turn).
+LIVE_TURN_STOP_POLL_SECONDS = env.float("LIVE_TURN_STOP_POLL_SECONDS", default=0.5)
 # Admission (docs/live.md#admission): queued or running turns per user (429 past it), turns
 # waiting for a worker (503 past it), and the Retry-After both answers carry.
 LIVE_TURN_MAX_PER_USER = env.int("LIVE_TURN_MAX_PER_USER", default=3)
@@ -298,6 +325,13 @@ LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 LIVE_SSE_MAX_STREAMS_PER_USER = env.int("LIVE_SSE_MAX_STREAMS_PER_USER", default=20)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
+
+# Retention (docs/privacy.md#retention, silvia/retention.py): a finished turn's event log and checkpoint are
+# kept this long after it ends (a reconnect then gets 410); chat logs older than CHAT_LOG_MAX_AGE_DAYS are
+# removed (unset: kept for ever); each pass deletes in batches of RETENTION_BATCH_SIZE rows, one transaction each.
+LIVE_TURN_EVENTS_KEEP_SECONDS = env.int("LIVE_TURN_EVENTS_KEEP_SECONDS", default=86_400)
+CHAT_LOG_MAX_AGE_DAYS = env.int("CHAT_LOG_MAX_AGE_DAYS", default=None)
+RETENTION_BATCH_SIZE = env.int("RETENTION_BATCH_SIZE", default=1000)
 
 # SQLite serves live turns from several threads (and processes in tests):
 # WAL lets readers run beside the writer (synchronous=NORMAL: a commit does
@@ -347,3 +381,5 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Task modules outside the apps' tasks.py: the retention pass (silvia/retention.py), run by the periodic timer.
+CELERY_IMPORTS = ["silvia.retention"]

@@ -154,7 +154,9 @@ def test_schema_describes_the_target_union(client, db):
         "/api/chat/sessions/",
         "/api/chat/sessions/{session_id}/",
         "/api/chat/sessions/{session_id}/turns/",
+        "/api/chat/sessions/{session_id}/export/",
         "/api/chat/turns/{turn_id}/events/",
+        "/api/chat/turns/{turn_id}/stop/",
     }
     citations = schema["components"]["schemas"]["ChatLog"]["properties"]["citations"]
     union = citations["items"]["properties"]["target"]

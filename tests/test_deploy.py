@@ -147,7 +147,7 @@ def test_healthz_refuses_writes():
 @pytest.mark.django_db
 def test_readyz_is_ok_when_every_check_passes():
     response = Client().get("/readyz")
-    checks = {"database": "ok", "job_engine": "ok"}  # the embedded broker: its folder is writable
+    checks = {"database": "ok", "job_engine": "ok", "sql_tool": "ok"}  # the embedded broker: its folder is writable
     assert (response.status_code, response.json()) == (200, {"status": "ok", "checks": checks})
     assert "no-cache" in response["Cache-Control"]
 
@@ -173,7 +173,10 @@ def test_readyz_names_the_job_engine_when_its_broker_is_down(settings, caplog):
     settings.CELERY_BROKER_URL = "amqp://guest:guest@127.0.0.1:1//"  # nothing listens on port 1
     response = Client().get("/readyz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "checks": {"database": "ok", "job_engine": "unavailable"}}
+    assert response.json() == {
+        "status": "unavailable",
+        "checks": {"database": "ok", "job_engine": "unavailable", "sql_tool": "ok"},
+    }
     assert "readyz: job_engine unavailable (ConnectionRefusedError)" in caplog.text
 
 
@@ -208,7 +211,7 @@ def test_uvicorn_serves_admin_css_and_healthz_with_debug_off(tmp_path, collected
             status, _, body = _get(f"{server.url}/healthz")
             assert (status, json.loads(body)) == (200, {"status": "ok"})
             status, _, body = _get(f"{server.url}/readyz")
-            checks = {"database": "ok", "job_engine": "ok"}
+            checks = {"database": "ok", "job_engine": "ok", "sql_tool": "ok"}
             assert (status, json.loads(body)) == (200, {"status": "ok", "checks": checks})
         status, _, _ = _get(f"{server.url}/admin/login/?next=/admin/")
         output = server.output()
@@ -228,7 +231,7 @@ def test_uvicorn_readyz_is_503_when_the_database_is_down_and_healthz_is_ok(tmp_p
         status, _, body = _get(f"{server.url}/readyz")
         output = server.output()
     assert (alive, json.loads(alive_body)) == (200, {"status": "ok"})  # the process is alive: no restart
-    checks = {"database": "unavailable", "job_engine": "ok"}
+    checks = {"database": "unavailable", "job_engine": "ok", "sql_tool": "unavailable"}  # it asks the database too
     assert (status, json.loads(body)) == (503, {"status": "unavailable", "checks": checks})
     assert "readyz: database unavailable (DatabaseUnavailable)" in output
     assert '"GET /readyz HTTP/1.1" 503' in output

@@ -43,6 +43,7 @@ def test_no_serious_or_critical_violation_on_any_page(browser, live_server, demo
         f"/chat/{CARD_SESSION}/",
         f"/chat/{session.id}/",
         "/chat/new/",
+        f"/chat/{CARD_SESSION}/delete/",
         f"/accounts/{SAPPHIRE}",
         "/portfolio/",
     ):

@@ -172,7 +172,8 @@ EVENT_ID = {"type": "integer", "minimum": 0}
 
 
 def document_401(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: every operation answers 401 without credentials (docs/api.md)."""
+    """drf-spectacular postprocessing hook: what every operation may answer (docs/api.md#errors): 401 without
+    credentials, 503 when the database does not answer, 413 for a body too large (the ones that take a body)."""
     unauthorized = {
         "description": 'No credentials, or wrong ones: `{"detail": ...}` with `WWW-Authenticate: Token`.',
         "headers": {"WWW-Authenticate": {"schema": {"type": "string", "enum": ["Token"]}}},
@@ -182,8 +183,26 @@ def document_401(result: dict[str, Any], generator: Any, request: Any, public: b
             }
         },
     }
+    detail = {
+        "application/json": {"schema": {"type": "object", "required": ["detail"], "properties": {"detail": _STRING}}}
+    }
+    busy = {
+        "description": "The database did not answer in time (down, or its pool busy): retry after `Retry-After`.",
+        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        "content": detail,
+    }
+    control = {
+        "description": "A control character in the path, the query string, a header or a cookie "
+        '(silvia/middleware.py): `{"detail"}` naming where.',
+        "content": detail,
+    }
+    too_large = {"description": "The request body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE.", "content": detail}
     for path in result.get("paths", {}).values():
-        for operation in path.values():
+        for method, operation in path.items():
             if isinstance(operation, dict) and "responses" in operation:
                 operation["responses"].setdefault("401", unauthorized)
+                operation["responses"].setdefault("503", busy)  # every view reads the database
+                operation["responses"].setdefault("400", control)
+                if method in ("post", "put", "patch"):
+                    operation["responses"].setdefault("413", too_large)
     return result

@@ -14,6 +14,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -29,7 +31,15 @@ from chat.api.rendering import (
 )
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.api.served import KeepsHttpRequest
-from chat.selectors import SessionListPages, session_detail_for_user, session_list_for_user
+from chat.exports import FORMATS, account_names_for_user, export_envelope_head, session_markdown
+from chat.models import ChatSession
+from chat.selectors import (
+    SessionListPages,
+    session_detail_for_user,
+    session_get_for_user,
+    session_list_for_user,
+    session_messages,
+)
 from citations.uuids import parse_uuid
 
 # Revalidate every time (the ETag makes that a 304); the body is one user's data.
@@ -47,6 +57,17 @@ class SessionListView(generics.ListAPIView):
 
     def get_queryset(self):
         return session_list_for_user(user=cast(AbstractBaseUser, self.request.user))
+
+    @extend_schema(
+        responses={
+            200: ChatSessionListSerializer(many=True),
+            404: OpenApiResponse(
+                description='`?page=` past the last page, or not a page number: `{"detail": "Invalid page."}`.'
+            ),
+        }
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         paginator = cast(SessionPagination, self.paginator)
@@ -143,3 +164,68 @@ class SessionDetailView(KeepsHttpRequest, APIView):
         streamed = _in_transaction(session_detail_chunks(session=session, after=after, chunk_rows=CHUNK_ROWS))
         content = _async_chunks(streamed) if self.served_async else streamed
         return StreamingHttpResponse(content, content_type="application/json", headers=headers)
+
+
+class _ExportNegotiation(BaseContentNegotiation):
+    """`?format=` names the export's format here, not DRF's renderer; refusals are JSON."""
+
+    def select_parser(self, request: Request, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> Any:
+        return JSONRenderer(), JSONRenderer.media_type
+
+
+_EXPORT_TYPES = {"json": "application/json", "md": "text/markdown; charset=utf-8"}
+
+
+class SessionExportView(KeepsHttpRequest, APIView):
+    """One of the caller's sessions as a file (docs/api.md#exporting-a-session): `?format=json` (the default),
+    the stored rows in an envelope `import_turns` takes back, or `?format=md`, for a person."""
+
+    content_negotiation_class = _ExportNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=list(FORMATS), description="`json` (default) or `md`."),
+        ],
+        responses={
+            (200, "application/json"): OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description='`{"format": "silvia-chat-export", "version": 1, "user", "session": <the GET body>}`',
+            ),
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description="The answers with footnotes."),
+            400: OpenApiResponse(description='An unknown `format`: `{"format": [...]}`.'),
+            404: OpenApiResponse(description="Not found."),
+        },
+    )
+    def get(self, request: Request, session_id: str) -> HttpResponseBase:
+        kind = request.query_params.get("format", "json")
+        if kind not in FORMATS:
+            raise ValidationError({"format": [f"Expected one of: {', '.join(FORMATS)}."]})
+        user = cast(AbstractBaseUser, request.user)
+        session = session_get_for_user(session_id=session_id, user=user)
+        if session is None:
+            raise NotFound()
+        if kind == "json":
+            chunks: Chunks = _export_json(session, user.get_username())
+        else:
+            chunks = _export_markdown(session, user)
+        streamed = _in_transaction(chunks)
+        content = _async_chunks(streamed) if self.served_async else streamed
+        response = StreamingHttpResponse(content, content_type=_EXPORT_TYPES[kind])
+        response["Content-Disposition"] = f'attachment; filename="silvia-conversation-{session.id}.{kind}"'
+        response["Cache-Control"] = _CACHE_CONTROL
+        return response
+
+
+def _export_json(session: ChatSession, username: str) -> Chunks:
+    yield export_envelope_head(username=username)
+    yield from session_detail_chunks(session=session, chunk_rows=CHUNK_ROWS)
+    yield b"}\n"
+
+
+def _export_markdown(session: ChatSession, user: AbstractBaseUser) -> Chunks:
+    logs = session_messages(session=session).iterator(chunk_size=CHUNK_ROWS)
+    for piece in session_markdown(session=session, logs=logs, account_names=account_names_for_user(user=user)):
+        yield piece.encode()

@@ -18,6 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 
+from chat.imports.envelope import is_export, parse_export, write_export
 from chat.imports.writer import WriteOutcome, write_turns
 from chat.models import ChatLog, ChatSession
 from chat.services import PreparedTurn, TurnLimits, check_limits, prepare_row, support_statuses
@@ -109,7 +110,11 @@ class TurnImporter:
         self.report(f"{where}: {message}")
 
     def add(self, record: Any, where: str) -> None:
-        """Validate, assemble and queue one decoded record; `where` is `file:line`."""
+        """Validate, assemble and queue one decoded record; `where` is `file:line`. An export envelope
+        (`chat.imports.envelope`) is stored at once, its rows untouched."""
+        if is_export(record):
+            self._add_export(record, where)
+            return
         try:
             check_limits(record, self.limits)
             turn = parse_turn_record(record, user_given=self.user is not None)
@@ -121,6 +126,32 @@ class TurnImporter:
         self._pending.append(_Pending(where, prepared))
         if len(self._pending) >= self.batch_size:
             self.flush()
+
+    def _add_export(self, record: dict[str, Any], where: str) -> None:
+        """An exported session: checked whole, then written in one transaction (its rows as exported)."""
+        self.flush()  # records before it first, in file order
+        try:
+            export = parse_export(record)
+            if self.user is not None:
+                owner = self.user
+            elif export.user is None:
+                raise TurnRecordError("user", "the export names no user: pass --user")
+            else:
+                owner = import_user(export.user, create=self.create_users, where="user")
+            created, skipped = write_export(export, owner=owner)
+        except TurnRecordError as error:
+            self.fail(where, str(error))
+            return
+        except DatabaseError as error:
+            self.fail(where, f"the database refused the export: {error}".rstrip())
+            return
+        self.counts["imported"] += len(created)
+        self.counts["skipped"] += skipped
+        for message in created:
+            for citation in message["citations"]:
+                target = citation.get("target") if isinstance(citation, dict) else None
+                kind = target.get("kind") if isinstance(target, dict) else None
+                self.kinds[kind if isinstance(kind, str) else "untyped"] += 1
 
     def _owner(self, turn: TurnRecord) -> AbstractBaseUser:
         username = turn.user or ""

@@ -4,6 +4,7 @@ import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport } from "ai";
 import { useMemo, useRef, useState } from "react";
 import { citationChip } from "./chips.mjs";
+import { stoppingFetch } from "./stopping.mjs";
 
 // A refused request's error holds the service's JSON body: {"detail": ...}, or a 400's {field: [...]}
 // (the message, or an unknown ?protocol=); a failed turn's, its message, fit to show the user.
@@ -23,6 +24,8 @@ export function Chat({ base, token, sessionId }) {
       new DefaultChatTransport({
         api: `${base}/api/chat/sessions/${sessionId}/turns/?protocol=ai-sdk`,
         headers: { Authorization: `Token ${token}` },
+        // stop() aborts the request; this fetch then stops the turn on the server (docs/live.md#stopping-a-turn).
+        fetch: stoppingFetch({ base, headers: { Authorization: `Token ${token}` } }),
         prepareSendMessagesRequest: ({ messages, headers }) => ({
           body: { message: messages.at(-1).parts.map((part) => part.text ?? "").join("") },
           headers,
@@ -34,7 +37,7 @@ export function Chat({ base, token, sessionId }) {
       }),
     [base, token, sessionId],
   );
-  const { messages, sendMessage, resumeStream, status, error } = useChat({
+  const { messages, sendMessage, resumeStream, stop, status, error } = useChat({
     id: sessionId,
     transport,
     // A `data-rewind` part: what was shown is being answered again. The turn goes on; once this
@@ -83,6 +86,11 @@ export function Chat({ base, token, sessionId }) {
         }}
       >
         <input value={input} onChange={(event) => setInput(event.target.value)} disabled={status !== "ready"} />
+        {status === "streaming" && (
+          <button type="button" onClick={() => stop()}>
+            Stop
+          </button>
+        )}
       </form>
     </main>
   );

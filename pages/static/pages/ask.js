@@ -15,6 +15,8 @@
   var input = document.getElementById("ask-input");
   var status = document.getElementById("ask-status");
   var turns = document.getElementById("turns");
+  var stopButton = document.getElementById("ask-stop");
+  var current = null; // the LiveTurn streaming now: what the Stop button stops
   var csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
   var PREVIEW_URL = form.dataset.previewUrl;
   var EVENT_NAMES = ["turn", "text", "citation", "rewind", "citations_summary", "message", "done", "error"];
@@ -123,13 +125,16 @@
     if (name === "error") {
       // The turn's own `error` event: it carries {"error": {"type", "message"}}; show it and stop.
       this.ended = this.failed = true;
-      say((data && data.error && data.error.message) || "The answer failed. Please try again.", true);
+      var stopped = !!(data && data.error && data.error.type === "stopped");
+      if (stopped) this.article.classList.add("turn--stopped"); // shown as it was; nothing of it is saved
+      say((data && data.error && data.error.message) || "The answer failed. Please try again.", !stopped);
       return;
     }
     if (data === null) return;
     if (name === "turn") {
       this.turnId = data.turn_id;
       this.article.dataset.turnId = data.turn_id;
+      if (stopButton) stopButton.hidden = false; // the turn has an id: it can be stopped
     } else if (name === "text") {
       this.answer += typeof data.text === "string" ? data.text : "";
       this.render();
@@ -231,8 +236,30 @@
     });
   };
 
+  /* The Stop button: the server ends the turn (POST .../stop); its stream then ends with `error` "stopped". */
+  if (stopButton) {
+    stopButton.addEventListener("click", async function () {
+      var turn = current;
+      if (!turn || turn.turnId === null || turn.ended) return;
+      stopButton.disabled = true;
+      say("Stopping…");
+      try {
+        var response = await fetch("/api/chat/turns/" + encodeURIComponent(turn.turnId) + "/stop", {
+          method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf }
+        });
+        // 409: it ended meanwhile (its own `done` or `error` says how); anything else is shown.
+        if (!response.ok && response.status !== 409) say(await errorText(response), true);
+      } catch (e) {
+        say("Could not reach the server to stop the answer.", true);
+      } finally {
+        stopButton.disabled = false;
+      }
+    });
+  }
+
   async function ask(question) {
     var turn = new LiveTurn(newArticle(question));
+    current = turn;
     say("Silvia is answering…");
     var response = await fetch("/api/chat/sessions/" + encodeURIComponent(form.dataset.sessionId) + "/turns/", {
       method: "POST", credentials: "same-origin",
@@ -264,6 +291,10 @@
     button.disabled = true; input.disabled = true;
     try { await ask(question); input.value = ""; }
     catch (e) { say("Could not reach the server. Try again.", true); }
-    finally { button.disabled = false; input.disabled = false; input.focus(); }
+    finally {
+      current = null;
+      if (stopButton) stopButton.hidden = true;
+      button.disabled = false; input.disabled = false; input.focus();
+    }
   });
 })();
