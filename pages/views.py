@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import uuid
 from typing import Any, cast
@@ -41,22 +42,24 @@ PREVIEW_MAX_CITATIONS = 10_000
 CLIENT_LEFT = 499
 """The status of a request whose client left before its answer was rendered (nginx's "client closed
 request"): logged, never sent."""
+CLIENT_LEFT_REASON = "Client Closed Request"
 
 
 def client_left(request: HttpRequest) -> bool:
     """Whether the client closed its connection while the request waited or worked (docs/pages.md#bounds).
 
     Under gunicorn (WSGI) a look at the request's socket (`environ["gunicorn.socket"]`): a client that
-    closed it has sent its FIN, which a peek reads as no bytes; bytes (a next request) or nothing yet
-    mean it is still there. Elsewhere (the test client, ASGI) False: under ASGI Django ends the
-    response itself when the client disconnects, after the view's bounded work.
+    closed it has sent its FIN, so the socket reads as ready with no bytes; bytes (a next request) or
+    nothing to read mean it is still there. Elsewhere (the test client, ASGI) False: under ASGI Django
+    ends the response itself when the client disconnects, after the view's bounded work.
     """
     sock = request.META.get("gunicorn.socket")
     if not isinstance(sock, socket.socket):
         return False
     try:
-        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except (BlockingIOError, ValueError):  # nothing sent since the request (or TLS, which cannot peek)
+        readable, _, _ = select.select([sock], [], [], 0)  # never waits (a cooperative select under gevent too)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except ValueError:  # TLS cannot peek
         return False
     except OSError:  # reset by the peer
         return True
@@ -96,7 +99,7 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     turns = []
     for log in reversed(page.object_list):
         if client_left(request):  # each answer's render is bounded; a page of 50 stops between them
-            return HttpResponse(status=CLIENT_LEFT)
+            return HttpResponse(status=CLIENT_LEFT, reason=CLIENT_LEFT_REASON)
         turns.append(_turn(log, names))
     context = {
         "session": session,
@@ -183,7 +186,7 @@ def answer_preview(request: HttpRequest) -> HttpResponse:
         return JsonResponse({"detail": str(error)}, status=400)
     names = account_names_for_user(user=_caller(request))
     if client_left(request):  # its tab closed while the request waited for a thread
-        return HttpResponse(status=CLIENT_LEFT)
+        return HttpResponse(status=CLIENT_LEFT, reason=CLIENT_LEFT_REASON)
     rendered = _render_answer(answer, inline, names, partial=True)
     return render(request, "pages/_answer_preview.html", {"answer": rendered})
 

@@ -56,6 +56,9 @@ def test_malformed_requests_leave_no_account_id_in_any_log(tmp_path):
     assert at < 0, f"an account id was logged: …{logs[max(0, at - 300) : at + 80]}…"
     # The lines are still there, redacted.
     assert logs.count("django.security.DisallowedHost") >= 4
+    # A bad Host is one WARNING line, no ERROR and no traceback (issue 38).
+    assert logs.count("WARNING django.security.DisallowedHost: (message withheld") == logs.count("DisallowedHost")
+    assert "Traceback" not in logs
     assert "WARNING gunicorn.error: Invalid request from ip=127.0.0.1" in logs
     assert 'gunicorn.access: 127.0.0.1 "GET …/accounts/…?… HTTP/1.1"' in logs
     assert "uvicorn.access: 127.0.0.1:" in logs and '"GET …/accounts/…?… HTTP/1.1" 404' in logs
