@@ -102,7 +102,7 @@ def test_slow_clients_cannot_hold_the_web_process(tmp_path):
             sock.setblocking(False)
             tricklers.append(sock)
         opened = time.monotonic()
-        line, answered, cut = 0, [], set()
+        line, answered, cut = 0, [], set[int]()
         while len(cut) < TRICKLERS and time.monotonic() < opened + HEADER_TIMEOUT + 20:
             line += 1
             for number, sock in enumerate(tricklers):
