@@ -25,7 +25,8 @@ $(BIN)/.installed: $(wildcard requirements/*.txt)
 install: $(BIN)/.installed
 
 # The demo serves with DEBUG on (local only) so the server serves the admin's CSS.
-# Live turns run in one Celery worker beside uvicorn, on the embedded broker under
+# Live turns run in one Celery worker beside uvicorn (at nice 10, so the pages and the API come first:
+# docs/deploying.md#plain-requests-first-priorities-and-sizes), on the embedded broker under
 # var/broker/ unless CELERY_BROKER_URL is set (docs/job-engine.md); both stop together.
 # Both write their metrics to one multiprocess folder, emptied first, so /metrics of the
 # web (with METRICS_TOKEN set) shows the worker's turns too (docs/metrics.md).
@@ -43,7 +44,7 @@ run: install
 	mkdir -p "$$PROMETHEUS_MULTIPROC_DIR" && rm -f "$$PROMETHEUS_MULTIPROC_DIR"/*.db
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
-	$(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
+	nice -n 10 $(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(call run_lock,$(abspath $(BIN))/python -m uvicorn silvia.asgi:application --lifespan off --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST))))
 

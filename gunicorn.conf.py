@@ -4,6 +4,8 @@ gunicorn reads this file from the working directory. The `web` process serves th
 admin through Django's stock WSGI handler; the live turns' streams are the `stream` process's (uvicorn).
 Threads (gthread): a request waits on the database, never on the model. `WEB_CONCURRENCY` processes
 (gunicorn's own variable), `WEB_THREADS` threads each; `$PORT` is the port (gunicorn's default bind).
+A thread reads its request's head with no deadline, so clients reach it only through a buffering proxy
+(deploy/nginx.conf, docs/deploying.md#the-proxy-in-front).
 
 The access log goes through Django's logging (`silvia.logging_config`: gunicorn.access carries the
 privacy filter, which masks every path segment that is no word of the routes and the query string);

@@ -55,9 +55,12 @@ def _free_port() -> int:
 class Server:
     """One uvicorn process serving `app` on 127.0.0.1 (a context manager)."""
 
-    def __init__(self, app: str, env: dict[str, str]) -> None:
+    def __init__(self, app: str, env: dict[str, str], root: Path = ROOT) -> None:
+        """`root`: the checkout to serve (another one, e.g. main's, runs with its own `.venv`)."""
         self.app = app
         self.env = env
+        self.root = root
+        self.python = sys.executable if root == ROOT else str(root / ".venv" / "bin" / "python")
         self.port = _free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -65,14 +68,14 @@ class Server:
         if self.app == WEB:
             # One worker process (WEB_CONCURRENCY), as uvicorn runs the floor; a long keep-alive: the other
             # server's big responses may take longer than the default between two requests of one client.
-            command = [sys.executable, "-m", "gunicorn", "silvia.wsgi", "--bind", f"127.0.0.1:{self.port}"]
+            command = [self.python, "-m", "gunicorn", "silvia.wsgi", "--bind", f"127.0.0.1:{self.port}"]
             command += ["--keep-alive", "600", "--log-level", "warning"]
-            env = {**self.env, "WEB_CONCURRENCY": "1"}
+            env = {**self.env, "WEB_CONCURRENCY": "1", "PYTHONPATH": str(self.root)}
         else:
-            command = [sys.executable, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port)]
+            command = [self.python, "-m", "uvicorn", self.app, "--host", "127.0.0.1", "--port", str(self.port)]
             command += ["--no-access-log", "--log-level", "warning", "--workers", "1", "--timeout-keep-alive", "600"]
             env = self.env
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env)
+        self.process = subprocess.Popen(command, cwd=self.root, env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

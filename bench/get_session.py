@@ -22,11 +22,20 @@ and p95 and product/floor per size (goal <= 1.15). Then memory: the product
 worker's peak RSS (VmHWM) after a small GET and after GET of the
 `--memory-messages` session (goal: it adds <= 64 MiB); this runs first, on
 a fresh worker.
+
+Reads on a replica (issue 36): `--replica` loads the scratch database on a throwaway primary with a
+streaming replica of its own (tests/pg_replica.py) and gives the product `DATABASE_REPLICA_URL`, so its
+GETs go through the router to the replica; `--beside PATH` serves another checkout's `web:` process (with
+its own `.venv`: main's, say) on the primary too, timed in the same rounds, and prints product/beside for
+the detail, the 304 and an empty list (goal: within 10%).
+
+    .venv/bin/python bench/get_session.py --replica --beside /work/base --messages 100 --memory-messages 0
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import functools
 import random
@@ -204,6 +213,7 @@ MEMORY_GOAL_MIB = 64
 #: Goals of issue 24 per session size; other sizes get GOAL_FLOOR.
 GOAL_BY_SIZE = {100: 1.3, 2000: 1.15, 10000: 1.15}
 GOAL_NOT_MODIFIED = 2.0
+GOAL_BESIDE = 1.10  # reads through the replica router: within 10% of the checkout beside
 
 
 def print_not_modified(p: Client, f: Client, session_id: uuid.UUID, size: int, runs: int) -> None:
@@ -284,62 +294,120 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--database-url", help=f"PostgreSQL server (default DATABASE_URL when postgres://, else {DEFAULT_SERVER_URL})"
     )
+    parser.add_argument("--replica", action="store_true", help="a throwaway primary + replica; reads via the router")
+    parser.add_argument("--beside", type=Path, help="another checkout whose web process is timed beside (no replica)")
     args = parser.parse_args(argv)
-    server_url = postgres_server_url(args.database_url)
+    with contextlib.ExitStack() as stack:
+        pair = None
+        if args.replica:
+            from tests.pg_replica import ReplicaPair, postgres_bin
+
+            binaries = postgres_bin()
+            if binaries is None:
+                print("get_session bench: skipped, --replica needs PostgreSQL's binaries (/usr/lib/postgresql)")
+                return 0
+            pair = ReplicaPair(binaries).start()
+            stack.callback(pair.stop)
+        return _run(args, pair)
+
+
+def _run(args: argparse.Namespace, pair: Any) -> int:
+    server_url = pair.url("primary") if pair is not None else postgres_server_url(args.database_url)
     reason = postgres_unreachable(server_url)
     if reason is not None:
         print(f"get_session bench: skipped, no PostgreSQL at {server_url} ({reason})")
         return 0
     sizes = list(args.messages) + ([args.memory_messages] if args.memory_messages else [])
-    with scratch_postgres(server_url, "session") as (conninfo, django_url):
+    with scratch_postgres(server_url, "session") as (conninfo, django_url), contextlib.ExitStack() as servers:
         migrate(django_url)
         key, sessions = load(conninfo, sizes)
+        with psycopg.connect(conninfo) as conn:
+            _, empty_key = add_user(conn, "bench-empty")
         auth = {"Authorization": f"Token {key}"}
         floor_env = {**django_env(django_url), "FLOOR_DATABASE": conninfo}
-        with (
-            Server(WEB, django_env(django_url)) as product,
-            Server("bench._floor_app:app", floor_env) as floor,
-        ):
-            p, f = product.client(auth), floor.client(auth)
-            if args.memory_messages:
-                p.get(f"/api/chat/sessions/{sessions[min(sizes)]}")
-                before = product.peak_rss_mib()
-                body = p.get(f"/api/chat/sessions/{sessions[args.memory_messages]}")
-                after = product.peak_rss_mib()
-                added = after - before
-                print(
-                    f"get_session memory: {args.memory_messages} messages, body {len(body) / 1e6:.1f} MB; "
-                    f"worker peak RSS {before:.0f} MiB -> {after:.0f} MiB, adds {added:.0f} MiB "
-                    f"(goal <= {MEMORY_GOAL_MIB}: {'met' if added <= MEMORY_GOAL_MIB else 'NOT MET'})",
-                    flush=True,
-                )
-                del body
-            for size in args.messages:
-                url = f"/api/chat/sessions/{sessions[size]}"
-                floor_url = f"/detail/{sessions[size]}"
-                mine = p.get(url)
-                assert orjson.loads(mine) == orjson.loads(f.get(floor_url)), (
-                    f"{size} messages: product and floor bodies differ"
-                )
-                runs = max(MIN_ROUNDS, min(args.runs, 200_000 // size))
-                t = time_alternately(
-                    {"product": functools.partial(p.get, url), "floor": functools.partial(f.get, floor_url)},
-                    runs=runs,
-                    warmup=1,
-                )
-                print(
-                    f"get_session bench, PostgreSQL over HTTP (1 worker each): {size} messages, "
-                    f"body {len(mine) / 1e6:.1f} MB, {runs} rounds"
-                )
-                print(t["product"].line("product (gunicorn, silvia.wsgi, token auth)"))
-                print(t["floor"].line("floor (raw psycopg + orjson, JSON as text)"))
-                goal = GOAL_BY_SIZE.get(size, GOAL_FLOOR)
-                print(ratio_line(t["product"], t["floor"], goal=goal, what=f"detail {size} turns: product/floor"))
-                print(flush=True)
-            if args.etag_runs:
-                size = min(args.messages)
-                print_not_modified(p, f, sessions[size], size, args.etag_runs)
+        product_env = django_env(django_url)
+        if pair is not None:
+            pair.wait_caught_up()
+            product_env["DATABASE_REPLICA_URL"] = pair.url("replica", django_url.rsplit("/", 1)[1])
+        product = servers.enter_context(Server(WEB, product_env))
+        floor = servers.enter_context(Server("bench._floor_app:app", floor_env))
+        beside = servers.enter_context(Server(WEB, django_env(django_url), root=args.beside)) if args.beside else None
+        p, f = product.client(auth), floor.client(auth)
+        if args.memory_messages:
+            p.get(f"/api/chat/sessions/{sessions[min(sizes)]}")
+            before = product.peak_rss_mib()
+            body = p.get(f"/api/chat/sessions/{sessions[args.memory_messages]}")
+            after = product.peak_rss_mib()
+            added = after - before
+            print(
+                f"get_session memory: {args.memory_messages} messages, body {len(body) / 1e6:.1f} MB; "
+                f"worker peak RSS {before:.0f} MiB -> {after:.0f} MiB, adds {added:.0f} MiB "
+                f"(goal <= {MEMORY_GOAL_MIB}: {'met' if added <= MEMORY_GOAL_MIB else 'NOT MET'})",
+                flush=True,
+            )
+            del body
+        for size in args.messages:
+            url = f"/api/chat/sessions/{sessions[size]}"
+            floor_url = f"/detail/{sessions[size]}"
+            mine = p.get(url)
+            assert orjson.loads(mine) == orjson.loads(f.get(floor_url)), (
+                f"{size} messages: product and floor bodies differ"
+            )
+            runs = max(MIN_ROUNDS, min(args.runs, 200_000 // size))
+            t = time_alternately(
+                {"product": functools.partial(p.get, url), "floor": functools.partial(f.get, floor_url)},
+                runs=runs,
+                warmup=1,
+            )
+            print(
+                f"get_session bench, PostgreSQL over HTTP (1 worker each): {size} messages, "
+                f"body {len(mine) / 1e6:.1f} MB, {runs} rounds"
+            )
+            print(t["product"].line("product (gunicorn, silvia.wsgi, token auth)"))
+            print(t["floor"].line("floor (raw psycopg + orjson, JSON as text)"))
+            goal = GOAL_BY_SIZE.get(size, GOAL_FLOOR)
+            print(ratio_line(t["product"], t["floor"], goal=goal, what=f"detail {size} turns: product/floor"))
+            print(flush=True)
+        if args.etag_runs:
+            size = min(args.messages)
+            print_not_modified(p, f, sessions[size], size, args.etag_runs)
+        if beside is not None:
+            print_beside(product, beside, auth, empty_key, sessions[min(args.messages)], args.etag_runs or 30)
     return 0
+
+
+def print_beside(
+    product: Server, beside: Server, auth: dict[str, str], empty_key: str, session: uuid.UUID, runs: int
+) -> None:
+    """The product (through the replica router when `--replica`) against another checkout's web process, same
+    rounds: the detail of the smallest session, its 304 and an empty list (the API's fixed cost)."""
+    p, b = product.client(auth), beside.client(auth)
+    pe, be = (
+        product.client({"Authorization": f"Token {empty_key}"}),
+        beside.client({"Authorization": f"Token {empty_key}"}),
+    )
+    path = f"/api/chat/sessions/{session}"
+    assert orjson.loads(p.get(path)) == orjson.loads(b.get(path))
+    etag = p.last_headers["ETag"]
+    not_modified = {"If-None-Match": etag}
+    for what, mine, theirs in [
+        ("detail", functools.partial(p.get, path), functools.partial(b.get, path)),
+        (
+            "304",
+            functools.partial(p.get, path, expect=304, headers=not_modified),
+            functools.partial(b.get, path, expect=304, headers=not_modified),
+        ),
+        (
+            "empty list",
+            functools.partial(pe.get, "/api/chat/sessions/"),
+            functools.partial(be.get, "/api/chat/sessions/"),
+        ),
+    ]:
+        t = time_alternately({"product": mine, "beside": theirs}, runs=runs, warmup=3, collect=False)
+        print(f"get_session bench, beside {beside.root}: {what}, {runs} rounds")
+        print(t["product"].line(f"product {what}"))
+        print(t["beside"].line(f"beside {what}"))
+        print(ratio_line(t["product"], t["beside"], goal=GOAL_BESIDE, what=f"{what}: product/beside"), flush=True)
 
 
 if __name__ == "__main__":

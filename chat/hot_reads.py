@@ -10,6 +10,12 @@ models by `Model.from_db`); on SQLite (one process, a laptop) they stay queryset
 `tests/test_hot_reads.py` holds each statement to its queryset on the same rows.
 
 Raw: bench/orm_vs_raw.py, "hot reads".
+
+With a read replica (`chat.replica`): the one-row reads stay on the primary (the token's user, with the
+user's write count; a session's head; the count of a user's sessions), which is all a 304 or an empty list
+reads: a second database would add a round trip worth 10-20% of such a request (bench/README.md, "Reads
+on a replica"). The bodies (a page of sessions, a session's turns) go where the router sends a read: the
+replica, when it has the caller's writes.
 """
 
 from __future__ import annotations
@@ -21,11 +27,12 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
+from django.db import connection, connections, router
 from django.db.models import Count, Field, JSONField, Max, Model, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from chat.models import ChatLog, ChatSession
+from chat.models import ChatLog, ChatSession, UserWriteMark
+from chat.replica import remember_write_count
 
 __all__ = ["SESSION_ORDER", "session_count", "session_head", "session_page", "session_rows", "token_user"]
 
@@ -47,9 +54,11 @@ def _token_user_sql() -> tuple[list[str], str]:
 
     user_model = get_user_model()
     names, columns = _columns(user_model, "u")
+    marks, user_id = _q(UserWriteMark._meta.db_table), _q("user_id")
     sql = (
-        f"SELECT {columns} FROM {_q(user_model._meta.db_table)} u JOIN {_q(Token._meta.db_table)} t "  # noqa: S608
-        f"ON t.{_q('user_id')} = u.{_q('id')} WHERE t.{_q('key')} = %s"
+        f"SELECT {columns}, COALESCE(m.{_q('seq')}, 0) FROM {_q(user_model._meta.db_table)} u "  # noqa: S608
+        f"JOIN {_q(Token._meta.db_table)} t ON t.{user_id} = u.{_q('id')} "
+        f"LEFT JOIN {marks} m ON m.{user_id} = u.{_q('id')} WHERE t.{_q('key')} = %s"
     )
     return names, sql
 
@@ -86,7 +95,8 @@ def _columns(model: type[Model], alias: str) -> tuple[list[str], str]:
 
 
 def token_user(key: str) -> AbstractBaseUser | None:
-    """The user owning the DRF token `key` (DRF's `Token.user`), or None. One query."""
+    """The user owning the DRF token `key` (DRF's `Token.user`), or None. One query, on the primary, which
+    also reads the user's write count for the read replica's choice (`chat.replica`)."""
     user_model = get_user_model()
     if not _postgresql():
         return user_model._default_manager.filter(auth_token__key=key).first()
@@ -94,7 +104,16 @@ def token_user(key: str) -> AbstractBaseUser | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, [key])
         row = cursor.fetchone()
-    return None if row is None else user_model.from_db(connection.alias, names, row)
+    if row is None:
+        return None
+    user = user_model.from_db(connection.alias, names, row[:-1])
+    remember_write_count(user.pk, int(row[-1]))
+    return user
+
+
+def _reading(model: type[Model]) -> Any:
+    """The connection a read of `model` goes to (the router's choice: the primary, or the read replica)."""
+    return connections[router.db_for_read(model)]
 
 
 @functools.cache
@@ -107,7 +126,7 @@ def session_count(user_id: Any) -> int:
     if not _postgresql():
         return ChatSession.objects.filter(user_id=user_id).count()
     sql = _session_count_sql()
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor:  # the primary: one index lookup
         cursor.execute(sql, [user_id])
         return int(cursor.fetchone()[0])
 
@@ -132,7 +151,7 @@ def session_page(user_id: Any, bottom: int, top: int, fields: Sequence[str]) -> 
 
         page = session_list_for_user_id(user_id)[bottom:top]
         return list(sessions_with_message_counts(page=page).values_list(*fields))
-    with connection.cursor() as cursor:
+    with _reading(ChatSession).cursor() as cursor:
         cursor.execute(_session_page_sql(tuple(fields)), [user_id, top - bottom, bottom])
         return cursor.fetchall()
 
@@ -154,7 +173,7 @@ def session_head(session_id: uuid.UUID, user_id: Any) -> tuple[ChatSession, int,
             return None
         return session, session.message_count, session.last_message_at
     names, sql = _session_head_sql()
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor:  # the primary: one row, and what a 304 needs
         cursor.execute(sql, [session_id, user_id])
         row = cursor.fetchone()
     if row is None:
@@ -170,6 +189,6 @@ def session_rows(session_id: uuid.UUID, fields: Sequence[str]) -> list[tuple[Any
 
         return list(session_message_rows(session=ChatSession(pk=session_id), fields=fields))
     sql = _session_rows_sql(tuple(fields))
-    with connection.cursor() as cursor:
+    with _reading(ChatLog).cursor() as cursor:
         cursor.execute(sql, [session_id])
         return cursor.fetchall()

@@ -80,3 +80,21 @@ class ChatLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.user_message[:60]}"
+
+
+class UserWriteMark(models.Model):
+    """How many times a user's chat data was written: read-your-writes on the read replica (`chat.replica`).
+
+    `seq` grows by one in the transaction of each write (`chat.replica.note_user_writes`), so a replica
+    that shows a user's latest `seq` has replayed all of that user's writes. A user who never wrote has
+    no row (0).
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "chat_user_write_marks"
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.seq}"

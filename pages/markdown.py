@@ -29,7 +29,17 @@ from pages.presenters import Chip, cited_spans
 from pages.source_map import annotate
 from pages.streaming import stable_markdown
 
-__all__ = ["SLOT", "AnswerHtml", "render_answer"]
+__all__ = ["ANSWER_MARKDOWN_MAX_CHARS", "ANSWER_MAX_CITATIONS", "SLOT", "AnswerHtml", "render_answer"]
+
+ANSWER_MARKDOWN_MAX_CHARS = 16_384
+"""The longest answer shown as Markdown (characters); a longer one shows as plain text (docs/pages.md#bounds).
+
+markdown-it-py costs up to about 25 µs of CPU a character on markup a hostile model or client
+writes (tables, list items, links), so this bounds a render to a few tenths of a second; a
+model step's answer at the default `ANTHROPIC_MAX_TOKENS` (4,096 tokens) is about this long."""
+
+ANSWER_MAX_CITATIONS = 1_000
+"""The most inline citations an answer shows as chips, in stored order; the rest are counted."""
 
 SLOT = re.compile(r'<silvia-chip data-slot="(\d+)"></silvia-chip>')
 """A chip slot in `AnswerHtml.html`; group 1 is the index into `AnswerHtml.slots`."""
@@ -40,12 +50,15 @@ class AnswerHtml:
     """A rendered answer: sanitized `html` whose `SLOT` markers take the chips of `slots[n]`.
 
     `stray` holds the chips of citations whose span cannot be used (shown
-    after the answer, "Also cited:").
+    after the answer, "Also cited:"); `more` counts the citations past
+    `ANSWER_MAX_CITATIONS`.
     """
 
     html: str
     slots: tuple[tuple[Chip, ...], ...]
     stray: tuple[Chip, ...]
+    more: int = 0
+    """Inline citations past `ANSWER_MAX_CITATIONS`: counted, not shown."""
 
 
 MARKDOWN = markdown_parser()
@@ -216,10 +229,17 @@ def _runs(tokens: Sequence[Token]) -> list[_Run]:
     out: list[_Run] = []
 
     def inline(children: Sequence[Token], host: Token | None) -> None:
+        # closes[i]: the first link_close at or after children[i] (one pass: a search per link was quadratic)
+        closes: list[Token | None] = [None] * len(children)
+        after: Token | None = None
+        for position in range(len(children) - 1, -1, -1):
+            if children[position].type == "link_close":
+                after = children[position]
+            closes[position] = after
         link: Token | None = None
         for position, token in enumerate(children):
             if token.type == "link_open" and host is None:
-                link = next((t for t in children[position:] if t.type == "link_close"), None)
+                link = closes[position]
             elif token.type == "link_close":
                 link = None
             elif token.type == "image":
@@ -237,18 +257,40 @@ def _runs(tokens: Sequence[Token]) -> list[_Run]:
     return [run for run in out if run.token.meta.get("pos")]
 
 
-def _anchor(runs: Sequence[_Run], end: int, hide_from: int) -> tuple[_Run, int] | None:
-    """The last character shown (not a line break) that comes from before index `end`: its run and index."""
-    limit = min(end, hide_from)
-    for run in reversed(runs):
-        pos: list[int] = run.token.meta["pos"]
-        if pos[0] >= limit:  # a run's positions only grow: nothing of it comes before `end`
-            continue
-        text = run.token.content
-        for index in range(len(pos) - 1, -1, -1):
-            if pos[index] < limit and text[index] != "\n":
-                return run, index
-    return None
+class _Anchors:
+    """`find(end)`: the last character shown (not a line break) that comes from before index `end`.
+
+    That is the last character, in the order shown, whose position and whose run's first position
+    are both below `end` and `hide_from` (a run whose positions only grow starts after `end` when its
+    first one does, so it is skipped whole). Indexed once by that key, each citation's anchor is one
+    lookup: with a scan per citation, 10,000 citations over a long answer took minutes.
+    """
+
+    def __init__(self, runs: Sequence[_Run], hide_from: int) -> None:
+        self._runs = runs
+        self._hide_from = hide_from
+        size = max((max(run.token.meta["pos"]) for run in runs), default=-1) + 2
+        # last[k]: (run number, index) of the last character shown whose key is below k, else None.
+        last: list[tuple[int, int] | None] = [None] * (size + 1)
+        for number, run in enumerate(runs):
+            pos: list[int] = run.token.meta["pos"]
+            first, text = pos[0], run.token.content
+            for index, p in enumerate(pos):
+                if text[index] != "\n":
+                    last[max(p, first) + 1] = (number, index)  # written in the order shown: the last wins
+        for k in range(1, size + 1):
+            before = last[k - 1]
+            if before is not None and (last[k] is None or before > last[k]):  # type: ignore[operator]
+                last[k] = before
+        self._last = last
+
+    def find(self, end: int) -> tuple[_Run, int] | None:
+        """The anchor of a span ending at `end`: its run and index, or None (nothing shown before it)."""
+        found = self._last[max(0, min(end, self._hide_from, len(self._last) - 1))]
+        if found is None:
+            return None
+        number, index = found
+        return self._runs[number], index
 
 
 class _Slots:
@@ -305,6 +347,33 @@ def _to_parsed(answer: str) -> tuple[str, list[int] | None]:
     return "".join(out), where
 
 
+def _plain_tokens(source: str) -> list[Token]:
+    """`source` as plain text in markdown-it's tokens: its paragraphs (blank lines apart), each line
+    break a `<br>`, every character shown from where it is (`meta["pos"]`), so citations are placed by
+    the same rule as in Markdown."""
+    tokens: list[Token] = []
+    children: list[Token] = []
+
+    def close() -> None:
+        if children:
+            inline = Token("inline", "", 0, children=list(children))
+            opening = Token("paragraph_open", "p", 1, block=True)
+            tokens.extend((opening, inline, Token("paragraph_close", "p", -1, block=True)))
+            children.clear()
+
+    start = 0
+    for line in source.split("\n"):
+        if not line.strip(" \t"):
+            close()
+        else:
+            if children:
+                children.append(Token("hardbreak", "br", 0))
+            children.append(Token("text", "", 0, content=line, meta={"pos": list(range(start, start + len(line)))}))
+        start += len(line) + 1
+    close()
+    return tokens
+
+
 def render_answer(
     answer: str, inline: object, *, account_names: Mapping[str, str], partial: bool = False
 ) -> AnswerHtml:
@@ -321,26 +390,37 @@ def render_answer(
     answer when there is none). `partial=True` renders a streaming answer:
     only what cannot change layout later (`stable_markdown`), and only the
     citations that end inside it.
+
+    Bounded (docs/pages.md#bounds): an answer longer than
+    `ANSWER_MARKDOWN_MAX_CHARS` shows as plain text (whole, streaming or
+    not), and only the first `ANSWER_MAX_CITATIONS` citations show, so a
+    render costs time linear in the answer and its citations, and at most
+    a few tenths of a second.
     """
-    spans, stray = cited_spans(answer, inline, account_names=account_names)
+    entries = inline if isinstance(inline, list) else []
+    spans, stray = cited_spans(answer, entries[:ANSWER_MAX_CITATIONS], account_names=account_names)
     source, where = _to_parsed(answer)
     markdown, shown, hide_from = source, len(source), len(source)
-    if partial:
-        stable = stable_markdown(source)
-        markdown, shown, hide_from = stable.markdown, stable.shown, stable.base
-    tokens = MARKDOWN.parse(markdown)
-    annotate(tokens, markdown)
+    if len(answer) > ANSWER_MARKDOWN_MAX_CHARS:
+        tokens = _plain_tokens(source)
+    else:
+        if partial:
+            stable = stable_markdown(source)
+            markdown, shown, hide_from = stable.markdown, stable.shown, stable.base
+        tokens = MARKDOWN.parse(markdown)
+        annotate(tokens, markdown)
     runs = _runs(tokens)
 
     placed = [(s.chip, where[s.start], where[s.end]) if where else (s.chip, s.start, s.end) for s in spans]
     placed = [p for p in placed if p[2] <= shown]  # streaming: a span whose text is not shown yet waits
-    slots = _Slots()
+    slots, anchors = _Slots(), _Anchors(runs, hide_from)
     for chip, _, end in placed:
-        slots.add(chip, _anchor(runs, end, hide_from))
+        slots.add(chip, anchors.find(end))
     env = {"covered": _covered(placed, max(len(markdown), len(source)) + 1), "hide_from": hide_from}
     # One highlight where an escape, an entity or a line break split the text into tokens.
     html = MARKDOWN.renderer.render(tokens, MARKDOWN.options, env).replace('</mark><mark class="cited">', "")
     if slots.lead:
         html = f"<p>{_slot_markers([len(slots.chips)])}</p>\n{html}"
         slots.chips.append(slots.lead)
-    return AnswerHtml(_sanitize(html), tuple(tuple(c) for c in slots.chips), tuple(stray))
+    more = max(0, len(entries) - ANSWER_MAX_CITATIONS)
+    return AnswerHtml(_sanitize(html), tuple(tuple(c) for c in slots.chips), tuple(stray), more)

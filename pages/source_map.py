@@ -34,10 +34,21 @@ def _align(text: str, raw: str, lo: int, hi: int) -> list[int]:
     became all map to the tab.
     """
     out, cursor = [], lo
+    # `raw.find(char, cursor, hi)` for a cursor that only grows: each character's next occurrence is kept
+    # until the cursor passes it, and an absent one stays absent, so a line is read a bounded number of
+    # times per distinct character, not once per character (a 240,000-character cell of words took minutes).
+    ahead: dict[str, int] = {}
+
+    def find(char: str) -> int:
+        at = ahead.get(char)
+        if at is None or 0 <= at < cursor:
+            at = ahead[char] = raw.find(char, cursor, hi)
+        return at
+
     for index, char in enumerate(text):
-        found = raw.find(char, cursor, hi)
+        found = find(char)
         if char == " ":
-            tab = raw.find("\t", cursor, hi)
+            tab = find("\t")
             if tab >= 0 and (found < 0 or tab < found):
                 out.append(tab)
                 more = text[index + 1 : index + 2] == " "
@@ -60,6 +71,13 @@ class _Lines:
         self.starts = [0]
         for line in self.text[:-1]:
             self.starts.append(self.starts[-1] + len(line) + 1)
+        self._cells: dict[int, list[tuple[int, int]]] = {}
+
+    def cells(self, number: int) -> list[tuple[int, int]]:
+        """`_cell_segments` of line `number`, split once however many cells ask (a row of 60,000 cells)."""
+        if number not in self._cells:
+            self._cells[number] = _cell_segments(self.line(number)[0])
+        return self._cells[number]
 
     def line(self, number: int) -> tuple[str, int]:
         if 0 <= number < len(self.text):
@@ -108,7 +126,7 @@ def _cell_segments(row: str) -> list[tuple[int, int]]:
 
 def _cell_map(content: str, lines: _Lines, row: int, cell: int) -> list[int]:
     raw, start = lines.line(row)
-    segments = _cell_segments(raw)
+    segments = lines.cells(row)
     lo, hi = segments[cell] if cell < len(segments) else (0, len(raw))
     out = _align(content, lines.src, start + lo, start + hi)
     out.append(out[-1] + 1 if out else start + lo)
@@ -134,9 +152,9 @@ def _skip_link_tail(content: str, at: int) -> int:
                 pos += 1
         close = content.find(")", pos)
         return close + 1 if close >= 0 else end
-    if at < end and content[at] == "[":
+    if at < end and content[at] == "[":  # `[label]`; a `[` with no `]` is text after a shortcut link
         close = content.find("]", at)
-        return close + 1 if close >= 0 else end
+        return close + 1 if close >= 0 else at
     return at
 
 
@@ -161,41 +179,51 @@ def _code_inner(content: str, opening: int, marker: str) -> tuple[int, int]:
 def _walk(children: Sequence[Token], content: str, cmap: list[int], pos: int) -> int:
     """Set `meta["pos"]` on `children` (an inline token's, in order); returns where they end in `content`."""
 
+    missing: set[str] = set()  # markup absent from the rest of `content`: `pos` only grows, so it stays absent
+
     def find(piece: str, start: int) -> int:
+        if piece in missing:
+            return start
         found = content.find(piece, start)
+        if found < 0:
+            missing.add(piece)
         return found if found >= 0 else start
 
-    def place(token: Token, at: int, count: int) -> None:
-        token.meta["pos"] = [cmap[min(at + k, len(cmap) - 1)] for k in range(count)]
+    def at(index: int) -> int:  # where `content[index]` comes from; past its end, where it ends
+        return cmap[min(index, len(cmap) - 1)]
+
+    def place(token: Token, start: int, count: int) -> None:
+        token.meta["pos"] = [at(start + k) for k in range(count)]
 
     autolink_end = -1  # inside `<…>`, the text is the URL as markdown-it normalised it
     for token in children:
         kind = token.type
         if kind == "text" and autolink_end >= 0:
             width = max(1, autolink_end - pos)
-            token.meta["pos"] = [cmap[pos + min(k, width - 1)] for k in range(len(token.content))]
+            token.meta["pos"] = [at(pos + min(k, width - 1)) for k in range(len(token.content))]
         elif kind == "text":
             if not token.content:
                 continue
-            at = content.find(token.content, pos)
-            if at < 0:  # not verbatim (never expected): match it character by character
-                token.meta["pos"] = [cmap[i] for i in _align(token.content, content, pos, len(content))]
+            start = content.find(token.content, pos)
+            if start < 0:  # not verbatim (never expected): match it character by character
+                lo = min(pos, len(content))
+                token.meta["pos"] = [at(i) for i in _align(token.content, content, lo, len(content))]
                 continue
-            place(token, at, len(token.content))
-            pos = at + len(token.content)
-        elif kind == "text_special":  # an escape (`\*`) or an entity (`&amp;`), markup in `token.markup`
-            at = find(token.markup, pos)
-            shift = 1 if token.info == "escape" else 0
-            token.meta["pos"] = [cmap[min(at + shift, len(cmap) - 1)]] * len(token.content)
-            pos = at + len(token.markup)
-        elif kind in ("softbreak", "hardbreak"):
-            at = find("\n", pos)
-            token.meta["pos"] = [cmap[at]] if kind == "softbreak" else []
-            pos = at + 1
-        elif kind == "code_inline":
-            at = find(token.markup, pos)
-            start, end = _code_inner(content, at, token.markup)
             place(token, start, len(token.content))
+            pos = start + len(token.content)
+        elif kind == "text_special":  # an escape (`\*`) or an entity (`&amp;`), markup in `token.markup`
+            start = find(token.markup, pos)
+            shift = 1 if token.info == "escape" else 0
+            token.meta["pos"] = [at(start + shift)] * len(token.content)
+            pos = start + len(token.markup)
+        elif kind in ("softbreak", "hardbreak"):
+            start = find("\n", pos)
+            token.meta["pos"] = [at(start)] if kind == "softbreak" else []
+            pos = start + 1
+        elif kind == "code_inline":
+            start = find(token.markup, pos)
+            inner, end = _code_inner(content, start, token.markup)
+            place(token, inner, len(token.content))
             pos = end + len(token.markup)
         elif kind == "link_open" and token.markup == "autolink":
             pos = find("<", pos) + 1

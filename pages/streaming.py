@@ -13,9 +13,10 @@ this over every prefix of an answer). Pure: no Django.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
 
 from pages.markdown_parser import markdown_parser
 
@@ -23,8 +24,9 @@ __all__ = ["Stable", "stable_markdown"]
 
 # A line that is still only block markers: `-`, `1.`, `##`, `>`, `|`, a fence's backticks, a rule.
 _MARKERS_ONLY = re.compile(r"[ \t>]*(?:[-+*=_#|~`:.)0-9][ \t]*)*")
-# The start of a GFM table's delimiter row (`|---|:--:|`), possibly empty.
-_DELIMITER_ROW_START = re.compile(r"[ \t]*\|?[ \t:|-]*")
+# The start of a GFM table's delimiter row (`|---|:--:|`), possibly empty. One class, not `[ \t]*\|?[ \t:|-]*`
+# (the same strings), whose overlapping runs backtracked quadratically on a line of spaces ending otherwise.
+_DELIMITER_ROW_START = re.compile(r"[ \t:|-]*")
 # A blank line, reversed (searched from the end): newline, blanks, newline.
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 # What ends a line unfinished: an escape, an image's `!`, an entity, a run of emphasis or code markers, an
@@ -58,6 +60,16 @@ def _unclosed(state: StateInline) -> None:
 
 _PARSER = markdown_parser()
 _PARSER.inline.ruler2.after("balance_pairs", "unclosed", _unclosed)
+# The block structure alone (no inline parse): which blocks there are, and each inline token's content.
+# An inline token's children depend only on its content and the references the blocks define, so the
+# one token a question is about is then parsed alone (`_inline`), not every cell of a long table.
+_BLOCKS = markdown_parser()
+_BLOCKS.disable("inline")
+
+
+def _inline(token: Token, env: dict[str, Any]) -> Token:
+    """`token` (an inline token of a `_BLOCKS` parse whose `env` it filled) with its children."""
+    return _PARSER.parseInline(token.content, env)[0]
 
 
 def _last_block(text: str) -> str:
@@ -77,7 +89,7 @@ def _table_runs_to_end(text: str) -> bool:
     if "|" not in text:
         return False
     lines = text.count("\n")
-    return any(t.type == "table_open" and t.map and t.map[1] >= lines for t in _PARSER.parse(text))
+    return any(t.type == "table_open" and t.map and t.map[1] >= lines for t in _BLOCKS.parse(text))
 
 
 def _hold_table_start(src: str, shown: int) -> int:
@@ -155,23 +167,26 @@ def _hold_open_end(src: str, shown: int) -> int:
 def _closers(base: str) -> str:
     """Markers that close the code span and emphasis left open at the end of `base`'s last block."""
     base = _last_block(base)
-    tokens = _PARSER.parse(base)
+    env: dict[str, Any] = {}
+    tokens = _BLOCKS.parse(base, env)
     # The last block with content (a table row ends with the empty cells markdown-it adds).
     blocks = [t for t in tokens if t.type in ("fence", "code_block") or (t.type == "inline" and t.content.strip())]
     last = blocks[-1] if blocks else None
     if last is None or last.type != "inline" or not last.map or last.map[1] < base.count("\n") + 1:
         return ""
     which = [t for t in tokens if t.type == "inline"].index(last)
+    closing = _inline(last, env)
     code = ""
     runs = re.findall(r"`+", last.content)
-    if runs:
-        trial = [t for t in _PARSER.parse(base + runs[-1]) if t.type == "inline"][which]
+    trial_env: dict[str, Any] = {}
+    # Backticks that would make the last line a fence (``` after ``) close nothing: that line has no inline.
+    trials = [t for t in _BLOCKS.parse(base + runs[-1], trial_env) if t.type == "inline"] if runs else []
+    if which < len(trials):
+        trial = _inline(trials[which], trial_env)
         if sum(t.type == "code_inline" for t in trial.children or []) > sum(
-            t.type == "code_inline" for t in last.children or []
+            t.type == "code_inline" for t in closing.children or []
         ):
-            code = runs[-1]
-    env: dict[str, dict[str, list[str]]] = {}
-    closing = [t for t in _PARSER.parse(base + code, env) if t.type == "inline"][which]
+            code, closing, env = runs[-1], trial, trial_env
     markers = env.get("unclosed", {}).get(closing.content, [])
     return code + "".join("~~" if m == "~" else m for m in reversed(markers))
 

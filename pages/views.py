@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import select
+import socket
 import uuid
 from typing import Any, cast
 from urllib.parse import quote
@@ -32,11 +34,38 @@ TURNS_PER_PAGE = 50
 """Turns on one session page; a long session opens on its latest turns, `?page=N` goes back."""
 
 PREVIEW_MAX_CHARS = 262_144
-"""The longest answer `/chat/answer-preview/` renders (a model's longest answer is 64K tokens,
-about this many characters), so one request cannot ask for seconds of rendering."""
+"""The longest answer `/chat/answer-preview/` takes (a model's longest answer is 64K tokens, about
+this many characters). Past `pages.markdown.ANSWER_MARKDOWN_MAX_CHARS` it renders as plain text,
+so no preview asks for seconds of rendering (docs/pages.md#bounds)."""
 
 PREVIEW_MAX_CITATIONS = 10_000
-"""The most inline citations `/chat/answer-preview/` takes."""
+"""The most inline citations `/chat/answer-preview/` takes (it shows the first
+`pages.markdown.ANSWER_MAX_CITATIONS` as chips, as the page does)."""
+
+CLIENT_LEFT = 499
+"""The status of a request whose client left before its answer was rendered (nginx's "client closed
+request"): logged, never sent."""
+CLIENT_LEFT_REASON = "Client Closed Request"
+
+
+def client_left(request: HttpRequest) -> bool:
+    """Whether the client closed its connection while the request waited or worked (docs/pages.md#bounds).
+
+    Under gunicorn (WSGI) a look at the request's socket (`environ["gunicorn.socket"]`): a client that
+    closed it has sent its FIN, so the socket reads as ready with no bytes; bytes (a next request) or
+    nothing to read mean it is still there. Elsewhere (the test client, ASGI) False: under ASGI Django
+    ends the response itself when the client disconnects, after the view's bounded work.
+    """
+    sock = request.META.get("gunicorn.socket")
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)  # never waits (a cooperative select under gevent too)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except ValueError:  # TLS cannot peek
+        return False
+    except OSError:  # reset by the peer
+        return True
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -70,7 +99,11 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     # Paged newest first, so page 1 holds the latest turns (the page a
     # conversation is continued from); each page reads oldest first.
     page = Paginator(session_messages(session=session).reverse(), TURNS_PER_PAGE).get_page(request.GET.get("page"))
-    turns = [_turn(log, names) for log in reversed(page.object_list)]
+    turns = []
+    for log in reversed(page.object_list):
+        if client_left(request):  # each answer's render is bounded; a page of 50 stops between them
+            return HttpResponse(status=CLIENT_LEFT, reason=CLIENT_LEFT_REASON)
+        turns.append(_turn(log, names))
     context = {
         "session": session,
         "session_id": session.id,
@@ -176,6 +209,8 @@ def answer_preview(request: HttpRequest) -> HttpResponse:
     except ValueError as error:
         return JsonResponse({"detail": str(error)}, status=400)
     names = account_names_for_user(user=_caller(request))
+    if client_left(request):  # its tab closed while the request waited for a thread
+        return HttpResponse(status=CLIENT_LEFT, reason=CLIENT_LEFT_REASON)
     rendered = _render_answer(answer, inline, names, partial=True)
     return render(request, "pages/_answer_preview.html", {"answer": rendered})
 

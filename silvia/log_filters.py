@@ -104,6 +104,22 @@ class PrivacyFilter(logging.Filter):
         return True
 
 
+class BadRequestWarning(logging.Filter):
+    """A `django.security.*` record is one WARNING line, without its traceback (docs/deploying.md#logging).
+
+    Django logs a client's bad request (a `Host` header not in `ALLOWED_HOSTS`, another suspicious
+    operation: Django answers it 400) as an ERROR with the traceback of its own request handling, 16
+    lines a request anyone can send. The logger's name says what it was; the message stays the privacy
+    filter's (it would quote the request).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("django.security.") and record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
 class QuietHealthCheck(logging.Filter):
     """Drop access-log lines of a healthy `/healthz` or `/readyz` probe (status below 400); keep failures."""
 

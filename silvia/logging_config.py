@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-_FILTERS = ["privacy"]
+_FILTERS = ["bad_request", "privacy"]
 _ACCESS_FILTERS = ["privacy", "quiet_healthz"]
 
 
@@ -45,6 +45,7 @@ def build_logging(level: str, *, access_log: bool = True) -> dict[str, Any]:
         "disable_existing_loggers": False,
         "filters": {
             "privacy": {"()": "silvia.log_filters.PrivacyFilter"},
+            "bad_request": {"()": "silvia.log_filters.BadRequestWarning"},
             "quiet_healthz": {"()": "silvia.log_filters.QuietHealthCheck"},
         },
         "formatters": {

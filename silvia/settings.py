@@ -134,17 +134,34 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3") and DATABASES["default"]["
 # in DATABASE_URL then applies). A connection is checked when a request takes it, so one the server closed
 # is replaced, not reported as an error: by Django (CONN_HEALTH_CHECKS) without the pool, by the backend
 # (silvia/postgresql/base.py) with it, which also drops every idle one at the first that failed.
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
-    # Django's backend, naming a database it cannot reach in one line and checking pooled connections.
-    DATABASES["default"]["ENGINE"] = "silvia.postgresql"
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # the pool's own check backs off 1, 2, 4 s... per dead one
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
-        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
-        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
-    }
+# A read replica (docs/deploying.md#a-read-replica): a PostgreSQL streaming replica of DATABASE_URL. The API's,
+# the pages' and the admin's GETs read the chat and finance tables there, each user's own writes included
+# (chat.replica); everything else stays on the primary. Unset: one database.
+_replica_url = env.str("DATABASE_REPLICA_URL", default="")
+if _replica_url:
+    _replica_problem = url_problem(
+        "DATABASE_REPLICA_URL", _replica_url, DATABASE_SCHEMES[:-1], "postgres://user@replica:5432/name"
+    )
+    if _replica_problem:
+        raise ImproperlyConfigured(_replica_problem)
+    if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        raise ImproperlyConfigured("DATABASE_REPLICA_URL needs DATABASE_URL on PostgreSQL (a replica of it)")
+    # Tests read the replica as the test database itself (Django's TEST MIRROR).
+    DATABASES["replica"] = {**env.db_url_config(_replica_url), "TEST": {"MIRROR": "default"}}
+    DATABASE_ROUTERS = ["chat.replica.ReplicaRouter"]
+    MIDDLEWARE.insert(MIDDLEWARE.index("silvia.middleware.sync_chain"), "chat.replica.replica_reads")
+for _database in DATABASES.values():
+    _database["CONN_HEALTH_CHECKS"] = True
+    if _database["ENGINE"].endswith("postgresql") and env.bool("DATABASE_POOL", default=True):
+        # Django's backend, naming a database it cannot reach in one line and checking pooled connections.
+        _database["ENGINE"] = "silvia.postgresql"
+        _database["CONN_HEALTH_CHECKS"] = False  # the pool's own check backs off 1, 2, 4 s... per dead one
+        _database["CONN_MAX_AGE"] = 0
+        _database.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
+            "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
+            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+        }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in that resists guessing (docs/deploying.md#sign-in-throttling): django-axes counts failed sign-ins at

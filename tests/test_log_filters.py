@@ -9,7 +9,7 @@ import logging
 import pytest
 from django.db import IntegrityError
 
-from silvia.log_filters import PrivacyFilter, QuietHealthCheck, redact_url, statement_summary
+from silvia.log_filters import BadRequestWarning, PrivacyFilter, QuietHealthCheck, redact_url, statement_summary
 
 ACCOUNT = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"
 SESSION = "3f2b6a2e-8b1c-4f5e-9d7a-1b2c3d4e5f60"
@@ -271,3 +271,23 @@ def test_an_oserror_keeps_its_errno_and_loses_its_message():
     PrivacyFilter().filter(as_argument)
     label = "builtins.OSError [EADDRINUSE: Address already in use]"
     assert as_argument.getMessage() == f"failed: {label} (message withheld)"
+
+
+def test_a_bad_host_is_one_warning_line_without_traceback():
+    # What Django logs for a Host not in ALLOWED_HOSTS (tests/test_privacy_logs_hostile_requests.py sends them).
+    from django.core.exceptions import DisallowedHost
+
+    try:
+        raise DisallowedHost(f"Invalid HTTP_HOST header: '{ACCOUNT}'.")
+    except DisallowedHost as error:
+        record = logging.LogRecord(
+            "django.security.DisallowedHost", logging.ERROR, __file__, 1, str(error), (), (type(error), error, None)
+        )
+    for kept in (BadRequestWarning(), PrivacyFilter()):
+        assert kept.filter(record)
+    text = logging.Formatter("%(levelname)s %(name)s: %(message)s").format(record)
+    assert text == "WARNING django.security.DisallowedHost: (message withheld: it may quote the request)"
+    other = _record("django.request", "Internal Server Error: %s", ("/x",))
+    other.levelno, other.levelname = logging.ERROR, "ERROR"
+    BadRequestWarning().filter(other)
+    assert other.levelname == "ERROR"  # a server error stays one

@@ -69,3 +69,6 @@ def test_malformed_requests_leave_no_account_id_in_any_log(tmp_path):
     at = logs.find(ACCOUNT)
     assert at < 0, f"an account id was logged: …{logs[max(0, at - 300) : at + 80]}…"
     assert _all_written(logs)  # the lines are still there, redacted
+    # A bad Host is one WARNING line, no ERROR and no traceback (issue 38).
+    assert logs.count("WARNING django.security.DisallowedHost: (message withheld") == logs.count("DisallowedHost")
+    assert "Traceback" not in logs

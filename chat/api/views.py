@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import router, transaction
 from django.http import HttpResponseBase, StreamingHttpResponse
 from django.utils.http import parse_etags
 from drf_spectacular.types import OpenApiTypes
@@ -32,7 +32,7 @@ from chat.api.rendering import (
 from chat.api.serializers import ChatSessionDetailSerializer, ChatSessionListSerializer
 from chat.api.served import KeepsHttpRequest
 from chat.exports import FORMATS, account_names_for_user, export_envelope_head, session_markdown
-from chat.models import ChatSession
+from chat.models import ChatLog, ChatSession
 from chat.selectors import (
     SessionListPages,
     session_detail_for_user,
@@ -89,8 +89,9 @@ Chunks = Generator[bytes, None, None]
 
 def _in_transaction(chunks: Chunks) -> Chunks:
     # Inside a transaction PostgreSQL's server-side cursor is not WITH HOLD,
-    # so rows stream from the server instead of being materialised first.
-    with transaction.atomic():
+    # so rows stream from the server instead of being materialised first;
+    # on the database the rows are read from (the read replica, when it has the caller's writes).
+    with transaction.atomic(using=router.db_for_read(ChatLog)):
         yield from chunks
 
 

@@ -12,7 +12,9 @@ or refused (its id or its session belongs to another user). In order:
    in id order (`ON CONFLICT (id) DO UPDATE ... WHERE user_id matches`): a
    session that comes back is ours, widened to the turns' times and titled
    by the first title given when it had none; one that does not is another
-   user's, and its turns are deleted again, refused.
+   user's, and its turns are deleted again, refused;
+4. each owner's write count, one up (`chat.replica.note_user_writes`): the
+   read replica's check that it shows a user's own turns.
 
 The foreign key from a turn to its session is checked at commit (Django
 creates it deferrable, initially deferred), so step 1 may precede step 3.
@@ -41,6 +43,7 @@ import orjson
 from django.db import connection
 
 from chat.models import ChatLog, ChatSession
+from chat.replica import note_user_writes
 
 __all__ = ["SessionWrite", "TurnRow", "WriteOutcome", "write_turns"]
 
@@ -206,6 +209,8 @@ def write_turns(rows: Sequence[TurnRow]) -> list[WriteOutcome]:
 
     if theirs or any(refused_for_session(row) for row in created):
         ChatLog.objects.filter(pk__in=[row.columns["id"] for row in created if refused_for_session(row)]).delete()
+    # In this transaction: a read replica that shows these counts shows these turns (chat.replica).
+    note_user_writes(row.columns["user_id"] for row in created if not refused_for_session(row))
 
     def session_refusal(row: TurnRow) -> WriteOutcome:
         return ("refused", "session.id", f"session {row.session.id} belongs to another user")

@@ -6,7 +6,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from django import template
-from django.template.loader import render_to_string
+from django.template.loader import get_template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -28,15 +28,14 @@ def answer(rendered: AnswerHtml, id_prefix: str) -> SafeString:
     """
     # Imported here: `manage.py check` loads every tag library, and markdown-it-py and nh3
     # should load with the first answer shown, not at start-up (tests/test_startup.py).
-    from pages.markdown import SLOT
+    from pages.markdown import ANSWER_MAX_CITATIONS, SLOT
 
     ids = (f"{id_prefix}-{n}" for n in itertools.count(1))
+    chip_template = get_template("pages/_chip.html")  # looked up once: an answer may have a thousand chips
 
     def chips(values: tuple[Chip, ...]) -> str:
         # Already escaped by the template; stripped of the file's trailing newline.
-        return "".join(
-            render_to_string("pages/_chip.html", {"chip": chip, "dom_id": next(ids)}).strip() for chip in values
-        )
+        return "".join(chip_template.render({"chip": chip, "dom_id": next(ids)}).strip() for chip in values)
 
     # `rendered.html` is nh3's output; the chips' markup comes from the template.
     body = SLOT.sub(lambda match: chips(rendered.slots[int(match[1])]), rendered.html)
@@ -44,4 +43,11 @@ def answer(rendered: AnswerHtml, id_prefix: str) -> SafeString:
     if rendered.stray:
         stray = mark_safe(chips(rendered.stray))  # noqa: S308
         html += format_html('<p class="stray"><span class="stray__label">Also cited:</span> {}</p>', stray)
+    if rendered.more:
+        html += format_html(
+            '<p class="stray">{} more {} not shown (an answer shows its first {}).</p>',
+            f"{rendered.more:,}",
+            "citation is" if rendered.more == 1 else "citations are",
+            f"{ANSWER_MAX_CITATIONS:,}",
+        )
     return html
