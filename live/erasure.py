@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import transaction
 
 from chat.models import ChatLog, ChatSession
+from chat.replica import note_user_writes
 from live.db import sqlite_write_lock
 from live.models import LiveTurn, LiveTurnEvent
 from live.stops import TurnEndedError, turn_stop
@@ -99,6 +100,7 @@ def session_delete(*, user: Any, session_id: uuid.UUID, dry_run: bool = False) -
             turns=logs.delete()[0],
             sessions=sessions.delete()[0],
         )
+        note_user_writes([user.pk])  # a read on a replica right after sees the session gone (chat.replica)
     logger.info("session %s deleted by its user (%s)", session_id, erased.summary())
     return erased
 

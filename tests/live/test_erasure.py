@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from chat.models import ChatLog, ChatSession
+from chat.models import ChatLog, ChatSession, UserWriteMark
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from tests.factories import ChatLogFactory, ChatSessionFactory
 from tests.live.test_stops import Stream, wait_for
@@ -53,6 +53,11 @@ def counts(session_id):
     )
 
 
+def _write_count(user) -> int:
+    mark = UserWriteMark.objects.filter(user=user).first()
+    return mark.seq if mark is not None else 0
+
+
 def test_delete_removes_the_session_and_everything_of_it(maya, other_user, token_client):
     mine, kept, theirs = (
         session_with_everything(maya),
@@ -60,9 +65,12 @@ def test_delete_removes_the_session_and_everything_of_it(maya, other_user, token
         session_with_everything(other_user),
     )
     assert counts(mine.id) == (1, 2, 2, 8)
+    writes_before = _write_count(maya)
     response = token_client.delete(f"/api/chat/sessions/{mine.id}/")
     assert response.status_code == 204 and response.content == b""
     assert counts(mine.id) == (0, 0, 0, 0)
+    # One write of maya's chat data counted: a read on a replica right after waits for it (chat.replica).
+    assert _write_count(maya) == writes_before + 1
     assert counts(kept.id) == counts(theirs.id) == (1, 2, 2, 8)
     assert token_client.get(f"/api/chat/sessions/{mine.id}/").status_code == 404
     assert token_client.delete(f"/api/chat/sessions/{mine.id}").status_code == 404  # gone: a 404 again
