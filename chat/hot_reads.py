@@ -6,8 +6,9 @@ turns' count and latest time: three subqueries), 0.5 ms for the rows of a
 detail, 0.8 ms for a page of the list, on the machines of bench/README.md ("hot reads"), which put a 304
 at six times its floor. So on PostgreSQL each is written once here, from
 the models' own table and column names, and run on a cursor (rows made
-models by `Model.from_db`); on SQLite (one process, a laptop) they stay querysets.
-`tests/test_hot_reads.py` holds each statement to its queryset on the same rows.
+models by `Model.from_db`); on SQLite (one process, a laptop) `chat.selectors`, the one way in, runs
+the querysets instead (`available()`). This module imports nothing of `chat.selectors`.
+`tests/test_hot_reads.py` holds each statement to its queryset on any rows (a hypothesis property).
 
 Raw: bench/orm_vs_raw.py, "hot reads".
 
@@ -28,8 +29,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, connections, router
-from django.db.models import Count, Field, JSONField, Max, Model, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Field, JSONField, Model
 
 from chat.models import ChatLog, ChatSession, UserWriteMark
 from chat.replica import remember_write_count
@@ -40,7 +40,9 @@ __all__ = ["SESSION_ORDER", "session_count", "session_head", "session_page", "se
 SESSION_ORDER = ("-updated_at", "-created_at", "-id")
 
 
-def _postgresql() -> bool:
+def available() -> bool:
+    """Whether these statements serve the reads: on PostgreSQL. Elsewhere `chat.selectors` runs the
+    querysets they are held to (SQLite's raw rows would need the conversions a queryset makes)."""
     return connection.vendor == "postgresql"
 
 
@@ -98,7 +100,7 @@ def token_user(key: str) -> AbstractBaseUser | None:
     """The user owning the DRF token `key` (DRF's `Token.user`), or None. One query, on the primary, which
     also reads the user's write count for the read replica's choice (`chat.replica`)."""
     user_model = get_user_model()
-    if not _postgresql():
+    if not available():
         return user_model._default_manager.filter(auth_token__key=key).first()
     names, sql = _token_user_sql()
     with connection.cursor() as cursor:
@@ -122,9 +124,7 @@ def _session_count_sql() -> str:
 
 
 def session_count(user_id: Any) -> int:
-    """How many sessions the user has (`chat_sessions` and its user index alone). One query."""
-    if not _postgresql():
-        return ChatSession.objects.filter(user_id=user_id).count()
+    """How many sessions the user has (`chat_sessions` and its user index alone). One query; PostgreSQL."""
     sql = _session_count_sql()
     with connection.cursor() as cursor:  # the primary: one index lookup
         cursor.execute(sql, [user_id])
@@ -145,12 +145,8 @@ def _session_page_sql(fields: tuple[str, ...]) -> str:
 
 def session_page(user_id: Any, bottom: int, top: int, fields: Sequence[str]) -> list[tuple[Any, ...]]:
     """Rows `bottom` to `top` (exclusive) of the user's sessions, most recently active first, as tuples of
-    `fields` (`ChatSession` columns and `message_count`, its turns counted for these rows only). One query."""
-    if not _postgresql():
-        from chat.selectors import session_list_for_user_id, sessions_with_message_counts
-
-        page = session_list_for_user_id(user_id)[bottom:top]
-        return list(sessions_with_message_counts(page=page).values_list(*fields))
+    `fields` (`ChatSession` columns and `message_count`, its turns counted for these rows only). One query;
+    PostgreSQL."""
     with _reading(ChatSession).cursor() as cursor:
         cursor.execute(_session_page_sql(tuple(fields)), [user_id, top - bottom, bottom])
         return cursor.fetchall()
@@ -158,20 +154,7 @@ def session_page(user_id: Any, bottom: int, top: int, fields: Sequence[str]) -> 
 
 def session_head(session_id: uuid.UUID, user_id: Any) -> tuple[ChatSession, int, Any] | None:
     """The user's session `session_id`, its turns' count and their latest `created_at`; None when it is not
-    the user's. One query."""
-    if not _postgresql():
-        logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
-        session = (
-            ChatSession.objects.filter(pk=session_id, user_id=user_id)
-            .annotate(
-                message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
-                last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
-            )
-            .first()
-        )
-        if session is None:
-            return None
-        return session, session.message_count, session.last_message_at
+    the user's. One query; PostgreSQL."""
     names, sql = _session_head_sql()
     with connection.cursor() as cursor:  # the primary: one row, and what a 304 needs
         cursor.execute(sql, [session_id, user_id])
@@ -183,11 +166,7 @@ def session_head(session_id: uuid.UUID, user_id: Any) -> tuple[ChatSession, int,
 
 def session_rows(session_id: uuid.UUID, fields: Sequence[str]) -> list[tuple[Any, ...]]:
     """The session's turns, oldest first, as tuples of the `ChatLog` columns `fields`, JSON columns as their
-    stored text (`chat.selectors.session_message_rows` without `after`). One query."""
-    if not _postgresql():
-        from chat.selectors import session_message_rows
-
-        return list(session_message_rows(session=ChatSession(pk=session_id), fields=fields))
+    stored text (`chat.selectors.session_message_rows` without `after`). One query; PostgreSQL."""
     sql = _session_rows_sql(tuple(fields))
     with _reading(ChatLog).cursor() as cursor:
         cursor.execute(sql, [session_id])

@@ -38,8 +38,11 @@ def session_list_for_user_id(user_id: Any) -> QuerySet[ChatSession]:
 
 
 def session_count_for_user(*, user: AbstractBaseUser) -> int:
-    """`session_list_for_user(user=user).count()`: the user's index entries only (`chat.hot_reads`). One query."""
-    return hot_reads.session_count(user.pk)
+    """`session_list_for_user(user=user).count()`: the user's index entries only (on PostgreSQL the statement
+    `chat.hot_reads.session_count`). One query."""
+    if hot_reads.available():
+        return hot_reads.session_count(user.pk)
+    return session_list_for_user(user=user).count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,10 @@ class SessionListPages:
         return session_count_for_user(user=self.user)
 
     def page(self, bottom: int, top: int, fields: Sequence[str]) -> list[tuple[Any, ...]]:
-        return hot_reads.session_page(self.user.pk, bottom, top, fields)
+        if hot_reads.available():
+            return hot_reads.session_page(self.user.pk, bottom, top, fields)
+        page = session_list_for_user(user=self.user)[bottom:top]
+        return list(sessions_with_message_counts(page=page).values_list(*fields))
 
 
 def sessions_with_message_counts(*, page: QuerySet[ChatSession]) -> QuerySet[ChatSession]:
@@ -132,6 +138,23 @@ def _session_detail(session_id: uuid.UUID, user_id: Any, after: uuid.UUID) -> Qu
 _SESSION_FIELDS = tuple(field.attname for field in ChatSession._meta.concrete_fields)
 
 
+def _session_head(session_id: uuid.UUID, user_id: Any) -> tuple[ChatSession, int, Any] | None:
+    """The user's session, its turns' count and their latest `created_at` (`chat.hot_reads.session_head`'s
+    queryset); None when it is not the user's. One query."""
+    logs = ChatLog.objects.filter(session=OuterRef("pk")).order_by().values("session")
+    session = (
+        ChatSession.objects.filter(pk=session_id, user_id=user_id)
+        .annotate(
+            message_count=Coalesce(Subquery(logs.annotate(n=Count("pk")).values("n")), 0),
+            last_message_at=Subquery(logs.annotate(last=Max("created_at")).values("last")),
+        )
+        .first()
+    )
+    if session is None:
+        return None
+    return session, session.message_count, session.last_message_at
+
+
 def session_detail_for_user(
     *, session_id: str | uuid.UUID, user: AbstractBaseUser, after: uuid.UUID | None = None
 ) -> SessionDetail | None:
@@ -140,8 +163,12 @@ def session_detail_for_user(
     session_uuid = session_id if isinstance(session_id, uuid.UUID) else parse_uuid(session_id)
     if session_uuid is None:
         return None
-    if after is None:  # every detail and 304 but `?after=`: one statement (`chat.hot_reads`)
-        head = hot_reads.session_head(session_uuid, user.pk)
+    if after is None:  # every detail and 304 but `?after=`: one statement on PostgreSQL (`chat.hot_reads`)
+        head = (
+            hot_reads.session_head(session_uuid, user.pk)
+            if hot_reads.available()
+            else _session_head(session_uuid, user.pk)
+        )
         if head is None:
             return None
         session, message_count, last_message_at = head
@@ -184,8 +211,9 @@ def session_message_rows(
 def session_message_rows_fetched(
     *, session: ChatSession, fields: Sequence[str], after: MessageCursor | None = None
 ) -> list[tuple[Any, ...]]:
-    """`list(session_message_rows(...))`, every row at once (without `after`, `chat.hot_reads`). One query."""
-    if after is None:
+    """`list(session_message_rows(...))`, every row at once (without `after`, on PostgreSQL the statement
+    `chat.hot_reads.session_rows`). One query."""
+    if after is None and hot_reads.available():
         return hot_reads.session_rows(session.pk, fields)
     return list(session_message_rows(session=session, fields=fields, after=after))
 
