@@ -227,11 +227,19 @@ class CitationCounts(TypedDict):
     malformed_total: int
 
 
+class SupportCountsAnnotation(TypedDict):
+    """The annotation `chat_logs_with_support_counts` adds: `{status: count}`."""
+
+    support_counts: dict[str, int]
+
+
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
     #: A log read through `chat_logs_with_citation_counts` (for type checks only).
     ChatLogWithCounts = WithAnnotations[ChatLog, CitationCounts]
+    #: A log read through `chat_logs_with_support_counts` (for type checks only).
+    ChatLogWithSupportCounts = WithAnnotations[ChatLog, SupportCountsAnnotation]
 
 
 def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLogWithCounts]:
@@ -249,7 +257,9 @@ def chat_logs_with_citation_counts(queryset: QuerySet[ChatLog] | None = None) ->
     ).annotate(malformed_total=F("citation_total") - F("typed_total") - F("untyped_total"))
 
 
-def chat_logs_with_support_counts(queryset: QuerySet[ChatLog] | None = None) -> QuerySet[ChatLog]:
+def chat_logs_with_support_counts(
+    queryset: QuerySet[ChatLog] | None = None,
+) -> QuerySet[ChatLogWithSupportCounts]:
     """`queryset` (default: every log) annotated with `support_counts`: `{status: count}` of its inline
     citations for each support status (SPEC 15; `citations.support.support_status`, a missing or malformed
     support counting as `unchecked`), computed by the database in one pass over the JSON. Staff-only: no
