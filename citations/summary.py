@@ -3,7 +3,7 @@
 See docs/targets.md, docs/turns.md and docs/backfill.md.
 
 The admin's counts and kind filter mean exactly this; the database computes
-them from the JSON (`chat.citation_sql`), and tests compare that SQL against
+them from the JSON (`chat.citation_queries`), and tests compare that SQL against
 `classify_citation` over random rows.
 """
 

@@ -226,8 +226,6 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # DRF's negotiation, its answer to a missing or usual `Accept` kept (chat/api/negotiation.py).
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "chat.api.negotiation.UsualAcceptNegotiation",
     # A database that cannot answer (down, or its pool exhausted) is a JSON 503, not a 500.
     "EXCEPTION_HANDLER": "chat.api.exceptions.exception_handler",
     # The turn POST's throttle (scope `live_turns`, docs/live.md#admission): a rate per user.
