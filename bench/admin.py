@@ -177,7 +177,9 @@ def _setup_django(database_url: str, static_root: str) -> None:
     # folder of our own: a fresh clone has no manifest, and the admin's pages
     # would be a 500 without one.
     os.environ["DJANGO_STATIC_ROOT"] = static_root
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
     from django.core.management import call_command
 

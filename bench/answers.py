@@ -23,7 +23,6 @@ prints median and p95 per render and the page/baseline ratio (goal: at most
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -41,8 +40,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--repeat", type=int, nargs="+", default=[1, 8], help="copies of the overview answer")
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-key-never-used-to-serve-Qm4Rt7Wx2Zp9Lk5Vn8Bc3Hd6Jf1Sg0")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
 
     django.setup()

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import random
 import resource
 import sys
@@ -278,7 +277,9 @@ def _setup_django(scratch_url: str) -> None:
     import django
     import environ
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     django.setup()
     from django.conf import settings
     from django.db import connections

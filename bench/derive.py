@@ -28,7 +28,6 @@ No database and no Django settings are needed beyond `django.setup()`.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 from pathlib import Path
@@ -181,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if min(args.rows) < 1 or args.runs < 1 or args.texts_runs < 1:
         parser.error("--rows, --runs and --texts-runs must be positive")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
 
     django.setup()  # citable uses django.utils.text.slugify

@@ -240,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server_url = postgres_server_url(args.database_url)
     os.environ["DATABASE_URL"] = "sqlite:///var/bench-placeholder.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
 
     django.setup()

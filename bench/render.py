@@ -138,8 +138,9 @@ def main() -> None:
     sys.path.insert(0, str(args.code.resolve()))
     sys.path.insert(1, str(ROOT))
     os.chdir(args.code)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-key-never-used-to-serve-Qm4Rt7Wx2Zp9Lk5Vn8Bc3Hd6Jf1Sg0")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
 
     django.setup()

@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import django
 
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only-key-never-used-to-serve-Qm4Rt7Wx2Zp9Lk5Vn8Bc3")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     django.setup()
     bench_execute_python(args.runs)
     bench_sqlite_guards(args.runs)

@@ -240,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
             status |= subprocess.call(command, cwd=ROOT)
         return status
     os.environ["DATABASE_URL"] = "sqlite:///var/bench-placeholder.sqlite3"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
 
     django.setup()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -63,8 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "silvia.settings")
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench-only")
+    from bench._django import use_bench_settings
+
+    use_bench_settings()
     import django
 
     django.setup()  # citations.citable reads Django's slugify
