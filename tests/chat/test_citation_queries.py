@@ -5,6 +5,7 @@ on PostgreSQL (DATABASE_URL)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from chat.citation_queries import SUPPORT_CHOICES, HasSupportStatus
+from chat.citation_queries import SUPPORT_CHOICES, HasSupportStatus, jsonpath_support_any, postgresql_support_prefilter
 from chat.models import ChatLog
 from chat.selectors import chat_logs_with_support_counts
 from chat.services import record_turn
@@ -124,19 +125,37 @@ def test_rows_written_by_the_service_the_orm_and_raw_sql_read_the_same(maya):
     _check_against_the_reference(table)
 
 
+MIGRATION_0011 = importlib.import_module("chat.migrations.0011_support_filter_indexes")
+FLAGGED_PATH = '$[*] ? (@.support.status == "partly_supported" || @.support.status == "unsupported")'
+
+
+def test_migration_0011_carries_each_indexed_choices_jsonpath_as_the_filter_asks_it():
+    """Frozen in the migration, word for word the filter's: else the planner cannot use the index."""
+    assert {
+        choice: jsonpath_support_any(statuses) for choice, statuses in SUPPORT_CHOICES.items() if choice != UNCHECKED
+    } == MIGRATION_0011.SUPPORT_PATHS
+    assert MIGRATION_0011.SUPPORT_PATHS["flagged"] == FLAGGED_PATH
+    assert postgresql_support_prefilter('"ai_chat_logs"."inline_citations"') % ("'p'",) == (
+        """jsonb_path_exists("ai_chat_logs"."inline_citations", 'p'::jsonpath, '{}'::jsonb, true)"""
+    )
+
+
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
-def test_the_flagged_filter_asks_the_inline_citations_gin_index_first(maya):
-    """The jsonpath prefilter is one the GIN `jsonb_path_ops` index of migration 0003 answers (docs/admin.md)."""
+@pytest.mark.parametrize("choice", sorted(MIGRATION_0011.SUPPORT_PATHS))
+def test_a_filtered_list_page_reads_its_choices_partial_index_in_the_lists_order(maya, choice):
+    """The admin's page query (`-created_at`, `-id`, 100 rows) for `?support=<choice>` is an index scan of
+    `ai_chat_logs_support_<choice>` (migration 0011), with no sort: the first page reads 100 entries."""
     record_turn(CASES[0]["record"])
-    sql, params = ChatLog.objects.filter(HasSupportStatus("flagged")).query.sql_with_params()
-    assert '"inline_citations" @? %s::jsonpath' in sql
-    assert params[0] == '$[*] ? (@.support.status == "partly_supported" || @.support.status == "unsupported")'
+    page = ChatLog.objects.filter(HasSupportStatus(choice)).order_by("-created_at", "-id")[:100]
+    sql, params = page.query.sql_with_params()
+    assert params[0] == jsonpath_support_any(SUPPORT_CHOICES[choice])
     with connection.cursor() as cursor:
-        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_seqscan = off")  # a table of one row is read whole otherwise
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("RESET enable_seqscan")
-    assert "ai_chat_logs_inline_gin" in plan, plan
+    assert f"Index Scan using ai_chat_logs_support_{choice} on ai_chat_logs" in plan, plan
+    assert "Sort" not in plan, plan
 
 
 def test_a_bad_choice_is_refused():
