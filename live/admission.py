@@ -1,0 +1,114 @@
+"""The stream process's admission gate for turn POSTs (docs/live.md#admission), in front of Django, on the event loop.
+
+A burst of POSTs must be answered at once and must not take the pooled
+connections from the streams' reads. So a POST that starts a turn waits for
+one of `LIVE_TURN_ADMISSIONS_AT_ONCE` slots here, as a coroutine (no thread,
+no database connection), at most `LIVE_TURN_ADMISSION_WAIT_SECONDS`; then it
+is refused, `503` with `Retry-After`, having touched nothing. A POST holding
+a slot goes into Django (authentication, the admission's transaction); its
+slot is given back when its response starts (an admitted turn's stream
+follows without it: its reads borrow connections of their own) or when its
+request ends. The wait first, the connection after: the view's thread takes
+its connection only once the slot is held.
+
+Under WSGI (gunicorn's bounded threads) `live.service.turn_start` bounds the
+admissions with a semaphore of the same size instead, taken with no
+connection held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["BUSY_DETAIL", "AdmissionGate", "busy_response_parts", "turn_post"]
+
+#: The refusal's `detail`, the same words as `live.views` answers `AdmissionBusyError` with.
+BUSY_DETAIL = "Too many questions are arriving at once. Please try again shortly."
+
+
+def busy_response_parts(retry_after_seconds: int) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and body of the gate's `503`: JSON `{"detail": BUSY_DETAIL}`, `Retry-After` in whole seconds."""
+    body = json.dumps({"detail": BUSY_DETAIL}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(retry_after_seconds).encode()),
+        (b"vary", b"Accept, Cookie"),
+    ]
+    return headers, body
+
+
+class AdmissionGate:
+    """An ASGI middleware: the requests `gated(scope)` names (the turn POSTs) run `at_once` at a time in this
+    process; one that waited `wait_seconds` for a slot is answered `503` with `Retry-After: retry_after`
+    and never reaches `app`. A slot is held from the request's entry into `app` to its response's start
+    (or the request's end, whichever comes first). Slots are per event loop (`asyncio.Semaphore`), made
+    on the first gated request."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        at_once: int,
+        wait_seconds: float,
+        retry_after: int,
+        gated: Callable[[dict[str, Any]], bool],
+    ) -> None:
+        if at_once < 1:
+            raise ValueError(f"at_once must be at least 1, not {at_once}")
+        self.app, self.at_once, self.wait_seconds, self.retry_after = app, at_once, wait_seconds, retry_after
+        self.gated = gated
+        self._slots: asyncio.Semaphore | None = None
+        self.refused = 0  # requests answered 503 by the gate since start (the tests and benches read it)
+
+    def slots(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.at_once)
+        return self._slots
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not self.gated(scope):
+            await self.app(scope, receive, send)
+            return
+        slots = self.slots()
+        try:
+            async with asyncio.timeout(self.wait_seconds):
+                await slots.acquire()
+        except TimeoutError:
+            self.refused += 1
+            headers, body = busy_response_parts(self.retry_after)
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        held = True
+
+        def give_back() -> None:
+            nonlocal held
+            if held:
+                held = False
+                slots.release()
+
+        async def send_then_give_back(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                give_back()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_then_give_back)
+        finally:
+            give_back()
+
+
+def turn_post(scope: dict[str, Any]) -> bool:
+    """Whether an ASGI request is a turn POST (`live.urls`' `turn-create`). Resolving a path reads no database."""
+    if scope.get("method") != "POST":
+        return False
+    from django.urls import Resolver404, resolve
+
+    try:
+        return resolve(scope["path"]).url_name == "turn-create"
+    except Resolver404:
+        return False
