@@ -20,10 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BUSY_DETAIL", "AdmissionGate", "busy_response_parts", "turn_post"]
+__all__ = ["BUSY_DETAIL", "AdmissionGate", "busy_response_parts", "pool_shortfall", "turn_post", "warn_if_pool_small"]
+
+logger = logging.getLogger(__name__)
+
+#: Pooled connections a stream process keeps for the requests that are neither an admission nor a log read
+#: (a reconnect's first query, a stop): docs/deploying.md#database-connections.
+OTHER_REQUESTS = 2
 
 #: The refusal's `detail`, the same words as `live.views` answers `AdmissionBusyError` with.
 BUSY_DETAIL = "Too many questions are arriving at once. Please try again shortly."
@@ -112,3 +119,35 @@ def turn_post(scope: dict[str, Any]) -> bool:
         return resolve(scope["path"]).url_name == "turn-create"
     except Resolver404:
         return False
+
+
+def pool_shortfall(*, pool_max_size: int | None, admissions_at_once: int, read_threads: int) -> int:
+    """How many connections a stream process's pool lacks to serve its admissions, its log readers and
+    `OTHER_REQUESTS` at once without waiting for one (docs/deploying.md#database-connections); 0 when it has
+    them or there is no pool (`pool_max_size` None: SQLite, `DATABASE_POOL=false`)."""
+    if pool_max_size is None:
+        return 0
+    return max(0, admissions_at_once + read_threads + OTHER_REQUESTS - pool_max_size)
+
+
+def warn_if_pool_small() -> None:
+    """One warning at a stream process's start when its pool is smaller than `pool_shortfall` asks: a burst
+    would then wait for connections (the reads retry, the admissions take longer)."""
+    from django.conf import settings
+    from django.db import connection
+
+    pool = connection.settings_dict.get("OPTIONS", {}).get("pool")
+    size = pool.get("max_size") if isinstance(pool, dict) else None
+    lacking = pool_shortfall(
+        pool_max_size=size,
+        admissions_at_once=settings.LIVE_TURN_ADMISSIONS_AT_ONCE,
+        read_threads=settings.LIVE_SSE_READ_THREADS,
+    )
+    if lacking:
+        logger.warning(
+            "DATABASE_POOL_MAX_SIZE %d is %d below LIVE_TURN_ADMISSIONS_AT_ONCE + LIVE_SSE_READ_THREADS + %d: "
+            "admissions and stream reads may wait for a connection (docs/deploying.md#database-connections)",
+            size,
+            lacking,
+            OTHER_REQUESTS,
+        )

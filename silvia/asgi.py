@@ -25,7 +25,7 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
-from live.admission import AdmissionGate, turn_post
+from live.admission import AdmissionGate, turn_post, warn_if_pool_small
 from live.slots import GiveBackSlots
 
 __all__ = ["BodyLimit", "application"]
@@ -143,3 +143,4 @@ from live.configured import warn_if_no_model  # noqa: E402  (after Django is set
 from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)
 
 warn_if_no_model()
+warn_if_pool_small()

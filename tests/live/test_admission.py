@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from typing import Any
 
 import pytest
+from django.db import connection
 
-from live.admission import BUSY_DETAIL, AdmissionGate, busy_response_parts
+from live.admission import BUSY_DETAIL, AdmissionGate, busy_response_parts, pool_shortfall, warn_if_pool_small
 from live.models import LiveTurn
 from tests.procfile import Stack, embedded_env
 from tests.stuck_support import env_for, token_for
@@ -219,3 +221,27 @@ def test_a_burst_of_posts_is_answered_at_once_and_no_admitted_stream_ends_early(
         assert "Traceback" not in stack.logs()
     finally:
         stack.close()
+
+
+def test_the_pool_a_stream_process_needs_is_its_admissions_its_readers_and_two():
+    # The defaults: 4 admissions + 4 readers + 2 others = 10, the default pool.
+    assert pool_shortfall(pool_max_size=10, admissions_at_once=4, read_threads=4) == 0
+    assert pool_shortfall(pool_max_size=8, admissions_at_once=4, read_threads=4) == 2
+    assert pool_shortfall(pool_max_size=8, admissions_at_once=4, read_threads=2) == 0  # deploying.md's 8 cores
+    assert pool_shortfall(pool_max_size=None, admissions_at_once=4, read_threads=4) == 0  # no pool
+
+
+def test_a_stream_process_with_too_small_a_pool_says_so_once(settings, caplog):
+    settings.LIVE_TURN_ADMISSIONS_AT_ONCE, settings.LIVE_SSE_READ_THREADS = 6, 6
+    with caplog.at_level(logging.WARNING, logger="live.admission"):
+        warn_if_pool_small()
+    pool = connection.settings_dict.get("OPTIONS", {}).get("pool")
+    if isinstance(pool, dict):  # PostgreSQL with the pool: 10 by default, 14 wanted
+        size = pool["max_size"]
+        assert caplog.messages == [
+            f"DATABASE_POOL_MAX_SIZE {size} is {14 - size} below LIVE_TURN_ADMISSIONS_AT_ONCE + "
+            "LIVE_SSE_READ_THREADS + 2: admissions and stream reads may wait for a connection "
+            "(docs/deploying.md#database-connections)"
+        ]
+    else:  # SQLite: no pool, nothing to size
+        assert caplog.messages == []
