@@ -15,9 +15,10 @@ between stream events, one tool round per turn). Default settings otherwise.
 **Burst** (each of `--levels`): that many POSTs sent at once, each from a user
 of its own, by asyncio sockets in this process, each stream read to its end.
 Printed: the statuses; the status line's time (p50, p99, max: goal every
-answer within 2 s); refusals (`429`/`503`) with and without `Retry-After`;
-admitted streams ended by the server before their last event (goal 0); the
-answer time (POST -> `done`, p50/p99); then, once every turn ended, turns
+answer within 2 s); the first event's time (`turn`); refusals (`429`/`503`)
+with and without `Retry-After`; admitted streams ended by the server before
+their last event (goal 0); the answer time (POST -> `done`, p50/p99); then,
+once every turn ended, turns
 lost (admitted, not stored `done`), stored twice, client != row (the text
 the client holds, each `rewind` applied, against the stored row), 5xx other
 than a refusal with `Retry-After`.
@@ -179,6 +180,7 @@ class Client:
         self.headers: dict[str, str] = {}
         self.answered: float | None = None
         self.finished: float | None = None
+        self.first: float | None = None  # when its first event (`turn`) came
         self.events: list[tuple[int, str, Any]] = []
         self.cut = 0  # streams of this turn the server ended before its last event
 
@@ -206,6 +208,8 @@ class Client:
     def take(self, seq: int, name: str, data: bytes, started: float) -> None:
         if seq > self.last_id:
             self.events.append((seq, name, json.loads(data)))
+            if self.first is None:
+                self.first = time.monotonic() - started
             if name in FINAL:
                 self.finished = time.monotonic() - started
 
@@ -316,6 +320,8 @@ def burst(level: int, ports: list[int], tokens: list[str], settle_seconds: float
     print(f"  status line          {_seconds(answered)}; later than 2 s or never: {late}")
     print(f"  refusals             {len(refusals)} ({bare} without Retry-After)")
     print(f"  admitted             {len(admitted)}; streams ended by the server before their last event: {ended_early}")
+    firsts = [c.first for c in admitted if c.first is not None]
+    print(f"  first event (turn)   {_seconds(firsts)}; admitted with none: {len(admitted) - len(firsts)}")
     print(f"  answer time (done)   {_seconds([c.finished for c in admitted if c.finished is not None])}")
     print(
         f"  turns lost {store['lost']}, stored twice {store['stored twice']}, client != row {store['client != row']}, "
