@@ -4,7 +4,8 @@ A burst of POSTs must be answered at once and must not take the pooled
 connections from the streams' reads. So a POST that starts a turn waits for
 one of `LIVE_TURN_ADMISSIONS_AT_ONCE` slots here, as a coroutine (no thread,
 no database connection), at most `LIVE_TURN_ADMISSION_WAIT_SECONDS`; then it
-is refused, `503` with `Retry-After`, having touched nothing. A POST holding
+is refused, `503` with `Retry-After`, having touched nothing (at once, when
+the wait it faces is already longer). A POST holding
 a slot goes into Django (authentication, the admission's transaction); its
 slot is given back when its response starts (an admitted turn's stream
 follows without it: its reads borrow connections of their own) or when its
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,10 +52,19 @@ def busy_response_parts(retry_after_seconds: int) -> tuple[list[tuple[bytes, byt
 
 class AdmissionGate:
     """An ASGI middleware: the requests `gated(scope)` names (the turn POSTs) run `at_once` at a time in this
-    process; one that waited `wait_seconds` for a slot is answered `503` with `Retry-After: retry_after`
-    and never reaches `app`. A slot is held from the request's entry into `app` to its response's start
-    (or the request's end, whichever comes first). Slots are per event loop (`asyncio.Semaphore`), made
-    on the first gated request."""
+    process; one that would wait longer than `wait_seconds` for a slot is answered `503` with
+    `Retry-After: retry_after` and never reaches `app`. A slot is held from the request's entry into `app`
+    to its response's start (or the request's end, whichever comes first). Slots are per event loop
+    (`asyncio.Semaphore`), made on the first gated request.
+
+    A request is refused at once, not after its wait, when the wait it faces is already longer than
+    `wait_seconds` (`expected_wait`: the requests ahead of it times the slot's usual hold, over `at_once`):
+    past what a process admits, a burst has its answers in milliseconds, and the event loop spends no time
+    on requests it would refuse anyway. Before any slot was given back there is no usual hold yet: the
+    request waits, up to `wait_seconds`."""
+
+    #: The weight of the last hold in the usual one (an exponentially weighted mean).
+    hold_weight = 0.2
 
     def __init__(
         self,
@@ -69,6 +80,8 @@ class AdmissionGate:
         self.app, self.at_once, self.wait_seconds, self.retry_after = app, at_once, wait_seconds, retry_after
         self.gated = gated
         self._slots: asyncio.Semaphore | None = None
+        self.waiting = 0  # requests waiting for a slot now
+        self.usual_hold: float | None = None  # seconds a slot is held, weighted towards the latest
         self.refused = 0  # requests answered 503 by the gate since start (the tests and benches read it)
 
     def slots(self) -> asyncio.Semaphore:
@@ -76,26 +89,39 @@ class AdmissionGate:
             self._slots = asyncio.Semaphore(self.at_once)
         return self._slots
 
+    def expected_wait(self) -> float:
+        """Seconds a request arriving now would wait for a slot: 0 with one free; else the requests waiting
+        ahead of it, and itself, times the usual hold over `at_once` (0 before any hold was measured)."""
+        if not self.slots().locked() or self.usual_hold is None:
+            return 0.0
+        return (self.waiting + 1) * self.usual_hold / self.at_once
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not self.gated(scope):
             await self.app(scope, receive, send)
             return
         slots = self.slots()
+        if self.expected_wait() > self.wait_seconds:
+            await self._refuse(send)
+            return
+        self.waiting += 1
         try:
             async with asyncio.timeout(self.wait_seconds):
                 await slots.acquire()
         except TimeoutError:
-            self.refused += 1
-            headers, body = busy_response_parts(self.retry_after)
-            await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await self._refuse(send)
             return
-        held = True
+        finally:
+            self.waiting -= 1
+        taken, held = time.monotonic(), True
 
         def give_back() -> None:
             nonlocal held
             if held:
                 held = False
+                hold = time.monotonic() - taken
+                last = self.usual_hold
+                self.usual_hold = hold if last is None else last + self.hold_weight * (hold - last)
                 slots.release()
 
         async def send_then_give_back(message: dict[str, Any]) -> None:
@@ -107,6 +133,12 @@ class AdmissionGate:
             await self.app(scope, receive, send_then_give_back)
         finally:
             give_back()
+
+    async def _refuse(self, send: Any) -> None:
+        self.refused += 1
+        headers, body = busy_response_parts(self.retry_after)
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 def turn_post(scope: dict[str, Any]) -> bool:

@@ -110,6 +110,37 @@ def test_a_slot_is_given_back_when_its_response_starts_and_ungated_paths_pass():
     asyncio.run(scenario())
 
 
+def test_a_request_facing_a_wait_longer_than_allowed_is_refused_at_once():
+    async def scenario() -> None:
+        go = asyncio.Event()
+        calls = 0
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            nonlocal calls
+            calls += 1
+            await (asyncio.sleep(0.2) if calls == 1 else go.wait())  # the first holds its slot 0.2 s
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+        gate = _gate(app, at_once=1, wait_seconds=0.3)
+        await _request(gate)
+        assert gate.usual_hold is not None and 0.2 <= gate.usual_hold < 0.3
+        holding = asyncio.create_task(_request(gate))  # takes the slot until `go`
+        await asyncio.sleep(0.02)
+        waits = asyncio.create_task(_request(gate))  # 1 x 0.2 s ahead of it: within 0.3 s, it waits
+        await asyncio.sleep(0.02)
+        started = time.monotonic()
+        refused = await _request(gate)  # 2 x 0.2 s ahead: past 0.3 s, refused without waiting
+        assert time.monotonic() - started < 0.1
+        assert refused[0]["status"] == 503 and gate.refused == 1 and not waits.done()
+        go.set()
+        assert [m.get("status") for m in await holding] == [200, None]
+        assert [m.get("status") for m in await waits] == [200, None]
+        assert (gate.refused, gate.waiting) == (1, 0)
+
+    asyncio.run(scenario())
+
+
 def test_the_refusal_is_json_with_retry_after():
     headers, body = busy_response_parts(7)
     assert json.loads(body) == {"detail": "Too many questions are arriving at once. Please try again shortly."}
