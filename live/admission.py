@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -54,14 +55,14 @@ class AdmissionGate:
     """An ASGI middleware: the requests `gated(scope)` names (the turn POSTs) run `at_once` at a time in this
     process; one that would wait longer than `wait_seconds` for a slot is answered `503` with
     `Retry-After: retry_after` and never reaches `app`. A slot is held from the request's entry into `app`
-    to its response's start (or the request's end, whichever comes first). Slots are per event loop
-    (`asyncio.Semaphore`), made on the first gated request.
+    to its response's start (or the request's end, whichever comes first), then handed to the longest
+    waiting request. The gate lives on one event loop (no lock: its state changes between awaits only).
 
-    A request is refused at once, not after its wait, when the wait it faces is already longer than
-    `wait_seconds` (`expected_wait`: the requests ahead of it times the slot's usual hold, over `at_once`):
-    past what a process admits, a burst has its answers in milliseconds, and the event loop spends no time
-    on requests it would refuse anyway. Before any slot was given back there is no usual hold yet: the
-    request waits, up to `wait_seconds`."""
+    A request is refused as soon as the wait it faces is longer than the time it has left (`expected_wait`:
+    the requests ahead of it, and itself, times a slot's usual hold, over `at_once`), at its arrival or at
+    any slot's give-back, whichever shows it first: past what a process admits, a burst has its answers
+    within about one hold, and the event loop spends no time on requests it would refuse anyway. Before a
+    slot was ever given back there is no usual hold: a request waits, up to `wait_seconds`."""
 
     #: The weight of the last hold in the usual one (an exponentially weighted mean).
     hold_weight = 0.2
@@ -79,50 +80,37 @@ class AdmissionGate:
             raise ValueError(f"at_once must be at least 1, not {at_once}")
         self.app, self.at_once, self.wait_seconds, self.retry_after = app, at_once, wait_seconds, retry_after
         self.gated = gated
-        self._slots: asyncio.Semaphore | None = None
-        self.waiting = 0  # requests waiting for a slot now
+        self.free = at_once  # slots no request holds
+        self.queue: deque[tuple[asyncio.Future[bool], float]] = deque()  # the waiters and their deadlines
         self.usual_hold: float | None = None  # seconds a slot is held, weighted towards the latest
         self.refused = 0  # requests answered 503 by the gate since start (the tests and benches read it)
 
-    def slots(self) -> asyncio.Semaphore:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.at_once)
-        return self._slots
+    @property
+    def waiting(self) -> int:
+        return len(self.queue)
 
-    def expected_wait(self) -> float:
-        """Seconds a request arriving now would wait for a slot: 0 with one free; else the requests waiting
-        ahead of it, and itself, times the usual hold over `at_once` (0 before any hold was measured)."""
-        if not self.slots().locked() or self.usual_hold is None:
-            return 0.0
-        return (self.waiting + 1) * self.usual_hold / self.at_once
+    def expected_wait(self, ahead: int) -> float:
+        """Seconds a request with `ahead` requests waiting before it would wait for a slot, none being free:
+        `(ahead + 1)` usual holds over `at_once` (0 before any hold was measured)."""
+        return 0.0 if self.usual_hold is None else (ahead + 1) * self.usual_hold / self.at_once
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not self.gated(scope):
             await self.app(scope, receive, send)
             return
-        slots = self.slots()
-        if self.expected_wait() > self.wait_seconds:
-            await self._refuse(send)
+        if not await self._take():
+            self.refused += 1
+            headers, body = busy_response_parts(self.retry_after)
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
             return
-        self.waiting += 1
-        try:
-            async with asyncio.timeout(self.wait_seconds):
-                await slots.acquire()
-        except TimeoutError:
-            await self._refuse(send)
-            return
-        finally:
-            self.waiting -= 1
         taken, held = time.monotonic(), True
 
         def give_back() -> None:
             nonlocal held
             if held:
                 held = False
-                hold = time.monotonic() - taken
-                last = self.usual_hold
-                self.usual_hold = hold if last is None else last + self.hold_weight * (hold - last)
-                slots.release()
+                self._give_back(time.monotonic() - taken)
 
         async def send_then_give_back(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -134,11 +122,51 @@ class AdmissionGate:
         finally:
             give_back()
 
-    async def _refuse(self, send: Any) -> None:
-        self.refused += 1
-        headers, body = busy_response_parts(self.retry_after)
-        await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    async def _take(self) -> bool:
+        """Wait for a slot: True once held, False when refused."""
+        if self.free and not self.queue:
+            self.free -= 1
+            return True
+        if self.expected_wait(len(self.queue)) > self.wait_seconds:
+            return False
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        entry = (waiter, time.monotonic() + self.wait_seconds)
+        self.queue.append(entry)
+        try:
+            async with asyncio.timeout(self.wait_seconds):
+                return await asyncio.shield(waiter)
+        except TimeoutError:
+            pass
+        except BaseException:  # the client left (cancelled): a slot handed over meanwhile goes on
+            if waiter.done() and waiter.result():
+                self._give_back(None)
+            elif entry in self.queue:
+                self.queue.remove(entry)
+            raise
+        if waiter.done():
+            return waiter.result()  # handed a slot (or refused) as the wait ran out
+        self.queue.remove(entry)
+        waiter.cancel()
+        return False
+
+    def _give_back(self, hold: float | None) -> None:
+        """A slot is free: to the longest waiting request, else kept; then refuse every waiter that can no
+        longer have one in its time. `hold`: how long the slot was held (None: not a measure)."""
+        if hold is not None:
+            last = self.usual_hold
+            self.usual_hold = hold if last is None else last + self.hold_weight * (hold - last)
+        if self.queue:
+            waiter, _ = self.queue.popleft()
+            waiter.set_result(True)
+        else:
+            self.free += 1
+        now, kept = time.monotonic(), deque[tuple[asyncio.Future[bool], float]]()
+        for waiter, deadline in self.queue:
+            if self.expected_wait(len(kept)) > deadline - now:
+                waiter.set_result(False)
+            else:
+                kept.append((waiter, deadline))
+        self.queue = kept
 
 
 def turn_post(scope: dict[str, Any]) -> bool:

@@ -141,6 +141,36 @@ def test_a_request_facing_a_wait_longer_than_allowed_is_refused_at_once():
     asyncio.run(scenario())
 
 
+def test_at_a_give_back_the_waiters_who_cannot_have_a_slot_in_their_time_are_refused_then():
+    async def scenario() -> None:
+        go = asyncio.Event()
+        calls = 0
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            nonlocal calls
+            calls += 1
+            await (asyncio.sleep(0.2) if calls == 1 else go.wait())  # the first holds its slot 0.2 s
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+        gate = _gate(app, at_once=1, wait_seconds=0.7)
+        requests = [asyncio.create_task(_request(gate)) for _ in range(5)]
+        await asyncio.sleep(0.02)
+        assert (gate.waiting, gate.usual_hold) == (4, None)  # no hold measured yet: all four wait
+        await asyncio.sleep(0.23)
+        # At 0.2 s the first gave its slot back (a hold of 0.2 s) to the second; of the three left, about 0.5 s
+        # from their deadline, the first waits 0.2 s, the second 0.4 s, the third 0.6 s: it is refused.
+        done = [task for task in requests if task.done()]
+        assert [sent[0]["status"] for sent in (task.result() for task in done)] == [200, 503]
+        assert (gate.waiting, gate.refused) == (2, 1)
+        go.set()
+        statuses = [sent[0]["status"] for sent in await asyncio.gather(*requests)]
+        assert statuses == [200, 200, 200, 200, 503]
+        assert (gate.free, gate.waiting) == (1, 0)
+
+    asyncio.run(scenario())
+
+
 def test_the_refusal_is_json_with_retry_after():
     headers, body = busy_response_parts(7)
     assert json.loads(body) == {"detail": "Too many questions are arriving at once. Please try again shortly."}
