@@ -153,6 +153,12 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
             f"{'RabbitMQ' if rabbit else 'the embedded broker'}; model pacing {args.delay_ms:g} ms/event",
             flush=True,
         )
+        # Warm, as a deployed process is: one turn through each stream process (its first request loads the
+        # views, the broker's connection, ...; its gate learns a slot's usual hold from warm admissions).
+        warm = [Client(tokens[0]) for _ in processes.ports("stream")]
+        for port, client in zip(processes.ports("stream"), warm, strict=True):
+            asyncio.run(_post_async(port, client, time.monotonic()))
+        _stored(warm, args.settle_seconds)
         for level in args.levels:
             failed |= burst(level, processes.ports("stream"), tokens[:level], args.settle_seconds)
         if args.chaos_seconds > 0:
