@@ -15,9 +15,10 @@ per process: a burst of POSTs waits for a slot (up to
 pooled connection from the streams. Under ASGI the stream process's gate
 (`live.admission`) holds the POSTs before they reach Django; here, the
 same bound for any caller, waited for with no pooled connection held (the
-one authentication took is given back first) and given back before the slot. The user's turns stuck past their
-bound (`live.engine.turns_stuck`) are ended first, so a session is never
-409 for ever, and the queue's depth counts no stuck turn (nor is it 503 for ever).
+one authentication took is given back before a wait) and given back
+before the slot. The user's turns stuck past their bound
+(`live.engine.turns_stuck`) are ended first, so a session is never 409 for
+ever, and the queue's depth counts no stuck turn (nor is it 503 for ever).
 """
 
 from __future__ import annotations
@@ -104,9 +105,10 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
     """
     if not model_configured():
         raise ModelNotConfiguredError(NOT_CONFIGURED)
-    release_connection()  # the wait first, the connection after: none is held while waiting for a slot
-    if not _admissions.acquire(timeout=settings.LIVE_TURN_ADMISSION_WAIT_SECONDS):
-        raise AdmissionBusyError()
+    if not _admissions.acquire(blocking=False):
+        release_connection()  # a wait ahead: the wait first, the connection after (none held while waiting)
+        if not _admissions.acquire(timeout=settings.LIVE_TURN_ADMISSION_WAIT_SECONDS):
+            raise AdmissionBusyError()
     try:
         turn = _admit(user=user, session_id=session_id, message=message, prompt_version=prompt_version)
     finally:
