@@ -4,9 +4,9 @@ A burst of POSTs must be answered at once and must not take the pooled
 connections from the streams' reads. So a POST that starts a turn waits for
 one of `LIVE_TURN_ADMISSIONS_AT_ONCE` slots here, as a coroutine (no thread,
 no database connection), at most `LIVE_TURN_ADMISSION_WAIT_SECONDS`; then it
-is refused, `503` with `Retry-After`, having touched nothing (at once, when
-the wait it faces is already longer). A POST holding
-a slot goes into Django (authentication, the admission's transaction); its
+is refused, `503` with `Retry-After`, having touched nothing (sooner, once
+the wait it faces is longer than the time it has left). A POST holding a
+slot goes into Django (authentication, the admission's transaction); its
 slot is given back when its response starts (an admitted turn's stream
 follows without it: its reads borrow connections of their own) or when its
 request ends. The wait first, the connection after: the view's thread takes
@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 #: (a reconnect's first query, a stop): docs/deploying.md#database-connections.
 OTHER_REQUESTS = 2
 
-#: The refusal's `detail`, the same words as `live.views` answers `AdmissionBusyError` with.
+#: The refusal's `detail`, the gate's and `live.views`' (for `AdmissionBusyError`).
 BUSY_DETAIL = "Too many questions are arriving at once. Please try again shortly."
 
 
