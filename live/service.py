@@ -12,9 +12,13 @@ history) is read by the worker, not here.
 Admission does its database work `LIVE_TURN_ADMISSIONS_AT_ONCE` at a time
 per process: a burst of POSTs waits for a slot (up to
 `LIVE_TURN_ADMISSION_WAIT_SECONDS`, then 503) instead of taking every
-pooled connection from the streams. The user's turns stuck past their
-bound (`live.engine.turns_stuck`) are ended first, so a session is never
-409 for ever, and the queue's depth counts no stuck turn (nor is it 503 for ever).
+pooled connection from the streams. Under ASGI the stream process's gate
+(`live.admission`) holds the POSTs before they reach Django; here, the
+same bound for any caller, waited for with no pooled connection held (the
+one authentication took is given back before a wait) and given back
+before the slot. The user's turns stuck past their bound
+(`live.engine.turns_stuck`) are ended first, so a session is never 409 for
+ever, and the queue's depth counts no stuck turn (nor is it 503 for ever).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from citations.live_events import turn_event
 from live.configured import NOT_CONFIGURED, model_configured
 from live.db import sqlite_write_lock
 from live.engine import end_stuck, fail_unstarted, turns_stuck
-from live.log import encode
+from live.log import encode, release_connection
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from telemetry import tracing
 
@@ -101,11 +105,14 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
     """
     if not model_configured():
         raise ModelNotConfiguredError(NOT_CONFIGURED)
-    if not _admissions.acquire(timeout=settings.LIVE_TURN_ADMISSION_WAIT_SECONDS):
-        raise AdmissionBusyError()
+    if not _admissions.acquire(blocking=False):
+        release_connection()  # a wait ahead: the wait first, the connection after (none held while waiting)
+        if not _admissions.acquire(timeout=settings.LIVE_TURN_ADMISSION_WAIT_SECONDS):
+            raise AdmissionBusyError()
     try:
         turn = _admit(user=user, session_id=session_id, message=message, prompt_version=prompt_version)
     finally:
+        release_connection()  # given back before the slot: the next admission finds it in the pool
         _admissions.release()
     logger.info("turn %s queued in session %s", turn.id, session_id)
     return turn

@@ -7,9 +7,11 @@ ten lines each:
 
 - `async_stream` (ASGI: the stream process, `make run`) waits on the turn's
   feed (`live.wakeups`: a coroutine and a queue; no thread, no database
-  connection), and reads the log in the default executor, a page at a time,
-  only at the start, when a wake-up names no events (or a gap) and after a
-  quiet `LIVE_TURN_KEEPALIVE_SECONDS`; on SQLite it polls every
+  connection), and reads the log on `LIVE_SSE_READ_THREADS` threads of its
+  own (`read_executor`; a read waits for a thread holding nothing, then
+  borrows a pooled connection and gives it back), a page at a time, only at
+  the start, when a wake-up names no events (or a gap) and after a quiet
+  `LIVE_TURN_KEEPALIVE_SECONDS`; on SQLite it polls every
   `LIVE_TURN_POLL_SECONDS`;
 - `sync_stream` (WSGI: a stream that reached the web process, the tests'
   live server) polls, holding its thread.
@@ -17,17 +19,22 @@ ten lines each:
 A queued turn's stream sends what its log holds (`turn`) at once, then
 keep-alives until a worker takes it. The stream ends after `done` or `error`,
 or when the turn ended by its status alone (`turn_fail` without an event).
-A stream never raises: a failed read ends it (and is logged by class), so
-the server always closes it.
+A stream never raises. A failed read (the pool's timeout, the database
+gone a moment) is tried again, `LIVE_SSE_READ_RETRIES` times, backing off
+(`read_backoff_seconds`) with a keep-alive each time; past them the stream
+ends, having told an EventSource to reconnect (`retry:`), and is logged by
+class. The server always closes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +59,8 @@ __all__ = [
     "Wait",
     "async_stream",
     "closing",
+    "read_backoff_seconds",
+    "read_executor",
     "sync_stream",
     "tail_steps",
 ]
@@ -177,27 +186,67 @@ def tail_steps(after: int, protocol: str | None, *, woken: bool) -> Generator[by
                 return
 
 
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def read_executor() -> ThreadPoolExecutor:
+    """This process's threads for the streams' log reads, `LIVE_SSE_READ_THREADS` of them (made on first use).
+
+    Their own, not the event loop's default executor (a few threads shared with whatever else uses it): a
+    read waits in this executor's queue holding nothing, and a thread borrows a pooled connection only
+    while it reads, so the pool needs `LIVE_SSE_READ_THREADS` for the reads beside the admissions'
+    (docs/deploying.md#database-connections)."""
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(settings.LIVE_SSE_READ_THREADS, thread_name_prefix="live-stream-read")
+        return _executor
+
+
+def read_backoff_seconds(failures: int) -> float:
+    """How long a stream waits before it reads the log again after `failures` (1, 2, ...) failed reads in a
+    row: 0.25 s, doubling, at most 4 s (0.25, 0.5, 1, 2, 4, 4, ...)."""
+    return min(4.0, 0.25 * 2 ** (failures - 1))
+
+
 async def async_stream(
     turn_id: uuid.UUID, after: int, *, protocol: str | None = None, on_close: Callable[[], None] | None = None
 ) -> AsyncIterator[bytes]:
     """The stream on the event loop (see the module docstring); `on_close` is called once it ends."""
     feeds = turn_feeds() if db.listens() else None
     feed: Feed | None = feeds.follow(turn_id) if feeds is not None else None
-    read = sync_to_async(read_log, thread_sensitive=False)
+    read = sync_to_async(read_log, thread_sensitive=False, executor=read_executor())
     steps, answer = tail_steps(after, protocol, woken=feed is not None), None  # type: tuple[Any, Any]
+    failures = 0
     try:
         while (step := steps.send(answer)) is not None:
             if isinstance(step, bytes):
                 answer = None
                 yield step
             elif isinstance(step, Read):
-                answer = await read(turn_id, step.after)
+                while True:
+                    try:
+                        answer = await read(turn_id, step.after)
+                        failures = 0
+                        break
+                    except Exception as error:  # the pool's timeout, a connection lost: read again
+                        failures += 1
+                        if failures > settings.LIVE_SSE_READ_RETRIES:
+                            raise
+                        logger.warning(
+                            "turn %s: a read of its log failed (%s); reading again", turn_id, type(error).__name__
+                        )
+                        yield KEEPALIVE
+                        await asyncio.sleep(read_backoff_seconds(failures))
             else:
                 answer = await _woken(feed, step.seconds)
     except StopIteration:
         return
-    except Exception as error:  # a read failed: end the stream (the client reconnects), never raise
+    except Exception as error:  # reads kept failing: end the stream, telling an EventSource to reconnect
         logger.warning("turn %s: its stream ended on %s", turn_id, type(error).__name__)
+        if protocol != PROTOCOL:
+            yield format_retry(settings.LIVE_SSE_RETRY_MS)
     finally:
         if feeds is not None and feed is not None:
             feeds.unfollow(turn_id, feed)

@@ -24,6 +24,7 @@ from chat.models import PromptVersion
 from citations.ai_sdk import HEADERS as AI_SDK_HEADERS
 from citations.ai_sdk import PROTOCOL as AI_SDK
 from citations.uuids import parse_uuid
+from live.admission import BUSY_DETAIL
 from live.control_views import GONE, gone
 from live.log import release_connection
 from live.models import ACTIVE_STATUSES, LiveTurn
@@ -170,7 +171,7 @@ class TurnCreateView(KeepsHttpRequest, APIView):
         except QueueFullError:
             return _busy("Too many questions are waiting for an answer. Please try again shortly.", 503)
         except AdmissionBusyError:
-            return _busy("Too many questions are arriving at once. Please try again shortly.", 503)
+            return _busy(BUSY_DETAIL, 503)
         except QueueUnavailableError:
             return _busy("The service could not queue this question. Please try again.", 503)
         except ModelNotConfiguredError as error:

@@ -7,9 +7,13 @@ outside, through the ASGI interface only: the live turns' POST is the one
 body this process reads, and Django's handler reads any body to its end
 before a view sees it (spooling it to disk), however long a client keeps
 sending. `BodyLimit` stops at `DATA_UPLOAD_MAX_MEMORY_SIZE` instead, a
-413 at once (docs/api.md#errors). Inside it, `live.slots.GiveBackSlots`
-gives back the stream slots a request took when its ASGI call ends: a
-client that leaves before its headers never gets a response to close.
+413 at once (docs/api.md#errors). Inside it, `live.admission.AdmissionGate`
+lets `LIVE_TURN_ADMISSIONS_AT_ONCE` turn POSTs into Django at a time and
+answers the rest `503` with `Retry-After` after
+`LIVE_TURN_ADMISSION_WAIT_SECONDS`, before any takes a pooled connection
+(docs/live.md#admission). Inside that, `live.slots.GiveBackSlots` gives back
+the stream slots a request took when its ASGI call ends: a client that
+leaves before its headers never gets a response to close.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
+from live.admission import AdmissionGate, turn_post, warn_if_pool_small
 from live.slots import GiveBackSlots
 
 __all__ = ["BodyLimit", "application"]
@@ -120,9 +125,22 @@ def _limit() -> int | None:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-application = BodyLimit(GiveBackSlots(django_application), _limit())
+def _gate(app: Any) -> AdmissionGate:
+    from django.conf import settings
+
+    return AdmissionGate(
+        app,
+        at_once=settings.LIVE_TURN_ADMISSIONS_AT_ONCE,
+        wait_seconds=settings.LIVE_TURN_ADMISSION_WAIT_SECONDS,
+        retry_after=settings.LIVE_TURN_RETRY_AFTER_SECONDS,
+        gated=turn_post,
+    )
+
+
+application = BodyLimit(_gate(GiveBackSlots(django_application)), _limit())
 
 from live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
 from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)
 
 warn_if_no_model()
+warn_if_pool_small()

@@ -331,9 +331,15 @@ LIVE_TURN_MAX_RESUMES = env.int("LIVE_TURN_MAX_RESUMES", default=3)
 LIVE_TURN_QUEUED_TIMEOUT_SECONDS = env.int("LIVE_TURN_QUEUED_TIMEOUT_SECONDS", default=600)
 LIVE_TURN_STALLED_SECONDS = env.int("LIVE_TURN_STALLED_SECONDS", default=900)
 LIVE_TURN_START_RETRIES = env.int("LIVE_TURN_START_RETRIES", default=5)
-# Admissions one process runs at once (their database work); a POST waits this long for a slot, then 503.
+# Admissions one process runs at once (their database work); a POST waits this long for a slot (on the event
+# loop under ASGI: live.admission), then 503 with Retry-After. Short: a burst is answered at once.
 LIVE_TURN_ADMISSIONS_AT_ONCE = env.int("LIVE_TURN_ADMISSIONS_AT_ONCE", default=4)
-LIVE_TURN_ADMISSION_WAIT_SECONDS = env.float("LIVE_TURN_ADMISSION_WAIT_SECONDS", default=10.0)
+LIVE_TURN_ADMISSION_WAIT_SECONDS = env.float("LIVE_TURN_ADMISSION_WAIT_SECONDS", default=1.0)
+# The stream process's event-log reads (live.stream): this many threads of their own, each borrowing a pooled
+# connection per read; a read that fails is tried again this many times (backing off) before the stream ends
+# and its client reconnects (docs/deploying.md#database-connections: the pool holds both these and admissions).
+LIVE_SSE_READ_THREADS = env.int("LIVE_SSE_READ_THREADS", default=4)
+LIVE_SSE_READ_RETRIES = env.int("LIVE_SSE_READ_RETRIES", default=5)
 # The `retry:` each event stream starts with: how long an EventSource waits before it reconnects.
 LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 # Event streams (reconnects, GET .../events/) one user may have open in one process; past it 429.
