@@ -17,7 +17,8 @@ step without text adds nothing); a citation spans the text block that
 carries it, in UTF-16 code units of the answer, and is complete when its
 block ends; it gets the target its source has in the registry at that
 moment. `search_result_location` and `web_search_result_location`
-citations are recorded; other types are counted in `skipped`. A NUL or a
+citations are recorded; other types are counted in `skipped`, by a name
+`skipped_type_name` bounds to an identifier (the model writes it). A NUL or a
 lone surrogate in the model's text is replaced by U+FFFD
 (`citations.text`), counted in `replaced`.
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,14 +49,40 @@ from citations.turn import WEB_SEARCH_RESULT_LOCATION, AssistantEvent, Event, To
 from citations.utf16 import utf16_length
 
 __all__ = [
+    "NOT_AN_IDENTIFIER",
+    "NOT_AN_OBJECT",
     "AssembledTurn",
     "SourceTexts",
     "TurnAssembler",
     "assemble_record",
     "replay",
+    "skipped_type_name",
 ]
 
 logger = logging.getLogger(__name__)
+
+#: The name a citation that is no JSON object is counted under in `skipped`.
+NOT_AN_OBJECT = "<not an object>"
+#: The name a citation type that is a string but no identifier is counted under in `skipped`.
+NOT_AN_IDENTIFIER = "<not an identifier>"
+#: The longest type name `skipped` keeps as written, in characters.
+TYPE_NAME_MAX = 64
+_IDENTIFIER = re.compile(rf"[A-Za-z][A-Za-z0-9_.-]{{0,{TYPE_NAME_MAX - 1}}}", re.ASCII)
+
+
+def skipped_type_name(value: object) -> str:
+    """The name a skipped citation's `type` is counted and logged under: an identifier, bounded.
+
+    The model writes this field, and it reaches `skipped_citations` (the `done` event, the stored row's
+    count, an INFO log line), so only an identifier passes as written: a letter, then up to
+    `TYPE_NAME_MAX` - 1 letters, digits, `_`, `-` or `.` (`char_location`, `page_location`, ...). Any other
+    string is `<not an identifier>` (a newline could forge a log line, free text could quote an account),
+    and a type that is no string `<null>`, `<number>`, ... (issue 38).
+    """
+    if not isinstance(value, str):
+        kind = {type(None): "null", bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
+        return f"<{kind.get(type(value), 'other')}>"
+    return value if _IDENTIFIER.fullmatch(value) else NOT_AN_IDENTIFIER
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +269,12 @@ class TurnAssembler:
         events.append(self._add_text(text))
         return events
 
-    def citation(self, index: int, citation: Mapping[str, Any]) -> list[StreamEvent]:
-        """A citation of text block `index` (`citations_delta`); it is sent when the block ends."""
+    def citation(self, index: int, citation: object) -> list[StreamEvent]:
+        """A citation of text block `index` (`citations_delta`); it is sent when the block ends. One that is no
+        JSON object is counted in `skipped` (as `<not an object>`), as a citation of a type not recorded is."""
+        if not isinstance(citation, Mapping):
+            self.skipped[NOT_AN_OBJECT] = self.skipped.get(NOT_AN_OBJECT, 0) + 1
+            return []
         self._current().citations.setdefault(index, []).append(dict(citation))
         return []
 
@@ -366,7 +398,7 @@ class TurnAssembler:
             citation, self.replaced = _count(storable_json(raw), self.replaced)
             source = citation_source(citation)
             if source is None:
-                kind = str(citation.get("type"))
+                kind = skipped_type_name(citation.get("type"))
                 self.skipped[kind] = self.skipped.get(kind, 0) + 1
                 continue
             entry: dict[str, Any] = {

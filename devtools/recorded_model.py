@@ -189,6 +189,8 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return self._json(400, _error("invalid_request_error", "body is not JSON"))
             script, step = server.pick(body)
+            if "raw" in step:
+                return self._raw(int(step.get("status", 200)), str(step["raw"]), str(step.get("content_type", "")))
             if "status" in step:
                 return self._json(step["status"], step.get("body") or _error("api_error", "recorded failure"))
             events = (
@@ -208,13 +210,27 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _raw(self, status: int, body: str, content_type: str) -> None:
+            data = body.encode()
+            self.send_response(status)
+            if content_type:
+                self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            self.send_header("request-id", "req_recorded")
+            self.end_headers()
+            self.wfile.write(data)
+
         def _stream(self, events: list[tuple[str, dict[str, Any]]], step: Mapping[str, Any], delay: float) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("transfer-encoding", "chunked")
             self.send_header("request-id", "req_recorded")
             self.end_headers()
-            error_after, break_after = step.get("error_after"), step.get("break_after")
+            error_after, break_after, end_after = (
+                step.get("error_after"),
+                step.get("break_after"),
+                step.get("end_after"),
+            )
             msg_id = events[0][1].get("message", {}).get("id", "") if events else ""
             times = server.write_times.setdefault(msg_id, [])
             try:
@@ -222,6 +238,8 @@ def _handler_for(server: RecordedModelServer) -> type[BaseHTTPRequestHandler]:
                     if n == error_after:
                         self._chunk(sse_frame("error", step.get("error") or _error("overloaded_error", "Overloaded")))
                         break
+                    if n == end_after:
+                        break  # the body ends cleanly here, as a proxy that gave up would end it
                     if n == break_after:
                         self.wfile.flush()
                         self.close_connection = True

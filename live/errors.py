@@ -13,7 +13,7 @@ import traceback
 
 import anthropic
 
-__all__ = ["TurnFailure", "failure_from_exception", "where_raised"]
+__all__ = ["ModelStreamCutError", "TurnFailure", "failure_from_exception", "where_raised"]
 
 MESSAGES = {
     "overloaded_error": "The assistant is overloaded right now. Please try again in a moment.",
@@ -26,6 +26,8 @@ MESSAGES = {
     "internal_error": "Something went wrong on our side. Please try again.",
     "max_steps": "The assistant needed too many steps for this question.",
     "max_tokens": "The assistant ran out of room before it could look something up. Please ask for less at once.",
+    "model_stream_cut": "The assistant's answer was cut off before it was complete. Please try again.",
+    "answer_too_long": "The answer grew longer than this service keeps. Please ask for less at once.",
 }
 
 
@@ -38,9 +40,21 @@ class TurnFailure(Exception):
         self.message = message or MESSAGES.get(kind, MESSAGES["internal_error"])
 
 
-def _status_kind(status: int, body_type: str | None) -> str:
+class ModelStreamCutError(TurnFailure):
+    """A model step's stream ended before `message_stop` with a stop reason (SPEC 11): no answer. The turn
+    runner asks again (`LIVE_TURN_CUT_STREAM_RETRIES`), then fails the turn with it."""
+
+    def __init__(self) -> None:
+        super().__init__("model_stream_cut")
+
+
+def _status_kind(status: int, body_type: object) -> str:
+    if not isinstance(body_type, str):  # the model's `error` event may hold any JSON there
+        body_type = None
     if body_type in MESSAGES:
         return body_type
+    if status < 400:  # an `error` event mid-stream (the stream's 200) of a type we do not know
+        return "api_error"
     if body_type in ("permission_error",):
         return "authentication_error"
     if status == 529 or body_type == "overloaded_error":

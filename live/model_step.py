@@ -17,6 +17,21 @@ object or holds a NUL or a lone surrogate becomes an `is_error` tool result
 (docs/live.md#failures) and the turn goes on. Everything else is copied as
 the SDK does: block dicts as sent, text appended, citations listed,
 `message_delta` setting the stop reason and the cumulative usage.
+
+A step is `complete` only once `message_stop` arrived after a `message_delta`
+gave a stop reason (SPEC 11): a stream that simply ends (a dropped
+connection, a proxy that closes a chunked body cleanly, an HTTP 200 whose
+body is no event stream) is not an answer, and the turn runner asks again.
+
+A field the model's stream holds in the wrong shape (a citation that is no
+object, a null `text`, `partial_json`, `content_block` or `usage`, a bare
+`message_start`, a block index out of range) is skipped and counted in
+`skipped_fields` by its place (`"citations_delta.citation"`, ...: names of
+ours, never what the model wrote); a citation that is no object is also
+counted by the assembler as a citation of a type it does not record. Objects
+are read with the SDK's `to_dict(warnings=False)`: pydantic's serializer
+warnings would quote the value they found (a tool input, an account name)
+into the `py.warnings` log.
 """
 
 from __future__ import annotations
@@ -47,37 +62,49 @@ class StepStream:
         self.assembler = assembler
         self.message: dict[str, Any] = {"type": "message", "role": "assistant", "content": []}
         self.tool_input_problems: dict[str, str] = {}
+        #: Fields skipped for their shape, by place (`"content_block_start.index"`, ...).
+        self.skipped_fields: dict[str, int] = {}
         self._inputs: dict[int, str] = {}
+        self._stopped = False
+
+    @property
+    def complete(self) -> bool:
+        """Whether the stream ended as the API ends a message: `message_stop`, with a stop reason given."""
+        return self._stopped and self.message.get("stop_reason") is not None
 
     def feed(self, event: Any) -> list[StreamEvent]:
         """Handle one raw stream event; unknown event and block types are kept or skipped, never an error."""
         kind = getattr(event, "type", None)
         content: list[dict[str, Any]] = self.message["content"]
         if kind == "message_start":
-            self.message = {**event.message.to_dict(mode="json"), "content": []}
+            message = self._object(getattr(event, "message", None), "message_start.message")
+            self.message = {**(message or {}), "type": "message", "role": "assistant", "content": []}
             return self.assembler.start_step()
-        if kind == "content_block_start":
-            block = event.content_block.to_dict(mode="json")
-            while len(content) <= event.index:
-                content.append({})
-            content[event.index] = block
-            if block.get("type") in _TOOL_INPUT_BLOCKS:
-                self._inputs[event.index] = ""
-            return self.assembler.block_start(event.index, block)
-        if kind == "content_block_delta" and event.index < len(content):
-            return self._delta(content[event.index], event.index, event.delta)
-        if kind == "content_block_stop":
-            if event.index in self._inputs and event.index < len(content):
-                self._parse_input(content[event.index], self._inputs.pop(event.index))
-            return self.assembler.block_stop(event.index)
+        if kind == "message_stop":
+            self._stopped = True
+            return []
         if kind == "message_delta":
-            delta, usage = event.delta.to_dict(mode="json"), event.usage.to_dict(mode="json")
-            self.message.update({key: value for key, value in delta.items() if value is not None})
-            self.message.setdefault("stop_reason", None)
-            self.message["usage"] = {
-                **(self.message.get("usage") or {}),
-                **{k: v for k, v in usage.items() if v is not None},
-            }
+            self._message_delta(event)
+            return []
+        index = self._index(event, kind, len(content) + (kind == "content_block_start"))
+        if index is None:
+            return []
+        if kind == "content_block_start":
+            block = self._object(getattr(event, "content_block", None), "content_block_start.content_block")
+            if block is None:
+                return []
+            if index == len(content):
+                content.append(block)
+            content[index] = block
+            if block.get("type") in _TOOL_INPUT_BLOCKS:
+                self._inputs[index] = ""
+            return self.assembler.block_start(index, block)
+        if kind == "content_block_delta":
+            return self._delta(content[index], index, getattr(event, "delta", None))
+        if kind == "content_block_stop":
+            if index in self._inputs:
+                self._parse_input(content[index], self._inputs.pop(index))
+            return self.assembler.block_stop(index)
         return []
 
     def finish(self) -> list[StreamEvent]:
@@ -90,22 +117,77 @@ class StepStream:
     def stop_reason(self) -> str | None:
         return self.message.get("stop_reason")
 
+    def _message_delta(self, event: Any) -> None:
+        delta = self._object(getattr(event, "delta", None), "message_delta.delta") or {}
+        usage = self._object(getattr(event, "usage", None), "message_delta.usage") or {}
+        self.message.update({key: value for key, value in delta.items() if value is not None})
+        self.message.setdefault("stop_reason", None)
+        if not isinstance(self.message["stop_reason"], str | None):
+            self._skip("message_delta.delta.stop_reason")
+            self.message["stop_reason"] = None  # no stop reason: the step is not complete
+        before = self.message.get("usage")
+        self.message["usage"] = {
+            **(before if isinstance(before, dict) else {}),
+            **{k: v for k, v in usage.items() if v is not None},
+        }
+
     def _delta(self, block: dict[str, Any], index: int, delta: Any) -> list[StreamEvent]:
         kind = getattr(delta, "type", None)
         if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.text
-            return self.assembler.text(index, delta.text)
+            text = self._string(delta, "text", "text_delta.text")
+            if text is None:
+                return []
+            block["text"] = block.get("text", "") + text
+            return self.assembler.text(index, text)
         if kind == "citations_delta":
-            citation = delta.citation.to_dict(mode="json")
+            citation = self._object(getattr(delta, "citation", None), "citations_delta.citation")
+            if citation is None:  # counted by the assembler too, as a citation of a type it does not record
+                return self.assembler.citation(index, getattr(delta, "citation", None))
             block["citations"] = [*(block.get("citations") or []), citation]
             return self.assembler.citation(index, citation)
         if kind == "input_json_delta" and index in self._inputs:
-            self._inputs[index] += delta.partial_json
+            partial = self._string(delta, "partial_json", "input_json_delta.partial_json")
+            if partial is not None:
+                self._inputs[index] += partial
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
+            thinking = self._string(delta, "thinking", "thinking_delta.thinking")
+            if thinking is not None:
+                block["thinking"] = block.get("thinking", "") + thinking
         elif kind == "signature_delta":
-            block["signature"] = delta.signature
+            signature = self._string(delta, "signature", "signature_delta.signature")
+            if signature is not None:
+                block["signature"] = signature
         return []
+
+    def _skip(self, place: str) -> None:
+        self.skipped_fields[place] = self.skipped_fields.get(place, 0) + 1
+
+    def _object(self, value: Any, place: str) -> dict[str, Any] | None:
+        """`value` as a JSON object (an SDK model through its public `to_dict`), or None, counted at `place`."""
+        if hasattr(value, "to_dict"):
+            value = value.to_dict(mode="json", warnings=False)
+        if isinstance(value, dict):
+            return value
+        self._skip(place)
+        return None
+
+    def _string(self, holder: Any, name: str, place: str) -> str | None:
+        value = getattr(holder, name, None)
+        if isinstance(value, str):
+            return value
+        self._skip(place)
+        return None
+
+    def _index(self, event: Any, kind: Any, bound: int) -> int | None:
+        """A block event's `index` when it names a block of this step (`0 <= index < bound`), else None,
+        counted; for another event kind, None."""
+        if kind not in ("content_block_start", "content_block_delta", "content_block_stop"):
+            return None
+        index = getattr(event, "index", None)
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < bound:
+            return index
+        self._skip(f"{kind}.index")
+        return None
 
     def _parse_input(self, block: dict[str, Any], raw: str) -> None:
         if not raw.strip():

@@ -13,6 +13,12 @@ events commit together. A failed one ends with an `error` event (or, when
 that cannot be written, with its status alone), keeps its checkpoint and
 writes nothing to `ai_chat_logs`.
 
+A step's stream that ends before `message_stop` (cut, empty, not an event
+stream) is asked again after a `rewind` of what it streamed, up to
+`LIVE_TURN_CUT_STREAM_RETRIES` times, then fails the turn (`model_stream_cut`):
+half an answer is never stored as one (SPEC 11). The answer's cap
+(`TURN_MAX_TEXT_CHARS`) is enforced as it streams (`answer_too_long`).
+
 Stop reasons (docs/live.md#stop-reasons): `tool_use` runs the tools and asks
 again; `pause_turn` sends the assistant content back and asks again; a
 `tool_use` cut off at `max_tokens` is asked again once with twice the
@@ -33,6 +39,7 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from chat.services import save_assembled_turn
+from citations.assembler import TurnAssembler
 from citations.live_events import (
     EventName,
     StreamEvent,
@@ -47,7 +54,7 @@ from citations.tools import ToolExecutor
 from citations.turn import TurnRecordError
 from live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
 from live.db import sqlite_write_lock
-from live.errors import TurnFailure, failure_from_exception, where_raised
+from live.errors import ModelStreamCutError, TurnFailure, failure_from_exception, where_raised
 from live.log import LostTurnError, append_events, encode, turn_fail
 from live.model_client import model_client, model_request_timed
 from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
@@ -136,35 +143,70 @@ class TurnRunner:
     def model_step(self) -> tuple[dict[str, Any], dict[str, str]]:
         """One model step streamed into the assembler: its final message and its unusable tool inputs.
 
-        A `tool_use` cut off at `max_tokens` is asked again once with twice
-        the tokens; what the cut step streamed is rewound first.
+        A stream that ends before `message_stop` (SPEC 11: cut, empty, not an event stream) is asked again up
+        to `LIVE_TURN_CUT_STREAM_RETRIES` times, then fails the turn (`model_stream_cut`); a `tool_use` cut
+        off at `max_tokens` is asked again once with twice the tokens. What a step asked again had streamed
+        is rewound first.
         """
         self.flush()  # the id a rewind of this step goes back to
         before, seq_before = self.state.assembler.copy(), self.state.event_seq
-        max_tokens = settings.ANTHROPIC_MAX_TOKENS
-        for attempt in (1, 2):
-            step = self.stream_step(max_tokens)
-            if not tool_use_cut_off(step.message):
-                break
-            if attempt == 2:
-                raise TurnFailure("max_tokens")
-            logger.info(
-                "turn %s: a tool call was cut off at max_tokens; asking again with %d", self.turn.id, 2 * max_tokens
-            )
-            max_tokens *= 2
-            self.state.assembler = before.copy()
-            self.flush()
-            if self.state.event_seq > seq_before:
-                self.emit(rewind_event(to=seq_before, answer=before.answer))
+        max_tokens, cuts, widened = settings.ANTHROPIC_MAX_TOKENS, 0, False
+        while True:
+            try:
+                step = self.stream_step(max_tokens)
+            except ModelStreamCutError:
+                cuts += 1
+                if cuts > settings.LIVE_TURN_CUT_STREAM_RETRIES:
+                    self.rewind_to(before, seq_before)  # the client drops the cut text before it reads the error
+                    raise
+                logger.warning(
+                    "turn %s: the model's stream ended before message_stop; asking again (%d of %d)",
+                    self.turn.id,
+                    cuts,
+                    settings.LIVE_TURN_CUT_STREAM_RETRIES,
+                )
+            else:
+                if not tool_use_cut_off(step.message):
+                    break
+                if widened:
+                    raise TurnFailure("max_tokens")
+                logger.info(
+                    "turn %s: a tool call was cut off at max_tokens; asking again with %d",
+                    self.turn.id,
+                    2 * max_tokens,
+                )
+                max_tokens, widened = 2 * max_tokens, True
+            seq_before = self.rewind_to(before, seq_before)
         if self.state.assembler.replaced:
             logger.warning(
                 "turn %s: %d NUL or lone surrogate character(s) of the model's text replaced with U+FFFD",
                 self.turn.id,
                 self.state.assembler.replaced,
             )
+        if step.skipped_fields:
+            # Our names of the places (`text_delta.text`, ...), never a value the model wrote.
+            logger.warning(
+                "turn %s: model stream fields skipped for their shape: %s",
+                self.turn.id,
+                ", ".join(f"{place} x{count}" for place, count in sorted(step.skipped_fields.items())),
+            )
         return step.message, step.tool_input_problems
 
+    def rewind_to(self, before: TurnAssembler, seq_before: int) -> int:
+        """The assembler back to `before`, and a `rewind` to event `seq_before` when events were sent since; the
+        id a later rewind goes back to (this one's, whose answer is `before`'s)."""
+        self.state.assembler = before.copy()
+        self.flush()
+        if self.state.event_seq > seq_before:
+            self.emit(rewind_event(to=seq_before, answer=before.answer))
+            self.flush()
+            return self.state.event_seq
+        return seq_before
+
     def stream_step(self, max_tokens: int) -> StepStream:
+        """One request to the model, its stream fed to the assembler as it comes. Raises `ModelStreamCutError`
+        when the stream ends before `message_stop` (`StepStream.complete`), and `TurnFailure`
+        (`answer_too_long`) as soon as the answer passes `TURN_MAX_TEXT_CHARS`."""
         # The connection goes back to the pool while the model thinks; each
         # event's write borrows one (docs/deploying.md#database-connections).
         connection.close()
@@ -177,14 +219,32 @@ class TurnRunner:
         }
         if self.tools:
             request["tools"] = [tool.definition() for tool in self.tools.values()]
+        answer_chars = len(self.state.assembler.answer)
         with (
             model_request_timed(request, step),
             model_client().messages.create(**request, stream=True) as stream,
             closing_on_stop(self.turn.id, stream.response),  # a stop ends a read that waits (live.stops)
         ):
-            for raw in stream:
-                for event in step.feed(raw):
-                    self.emit(event)
+            try:
+                for raw in stream:
+                    for event in step.feed(raw):
+                        if event.name == EventName.TEXT:
+                            # The cap as the answer streams, not at the save: a 20 MB answer never reaches a client.
+                            answer_chars += len(event.data["text"])
+                            if answer_chars > settings.TURN_MAX_TEXT_CHARS:
+                                raise TurnFailure("answer_too_long")
+                        self.emit(event)
+            except (LostTurnError, TurnFailure):
+                raise
+            except Exception as error:
+                # The connection dropped mid-stream (the SDK's retries cover only a request's start): a cut
+                # stream like one that ends quietly. A stop shuts the socket too: `closing_on_stop` makes that
+                # a `LostTurnError`, whatever is raised here.
+                if failure_from_exception(error).kind != "connection_error":
+                    raise
+                raise ModelStreamCutError() from None
+            if not step.complete:
+                raise ModelStreamCutError()
         for event in step.finish():
             self.emit(event)
         return step

@@ -25,7 +25,9 @@ _STATEMENT = re.compile(
     re.IGNORECASE,
 )
 #: Loggers of HTTP clients whose DEBUG lines carry request bodies (the anthropic SDK's).
-_HTTP_CLIENT_LOGGERS = frozenset({"anthropic", "httpx", "httpcore"})
+_HTTP_CLIENT_LOGGERS = frozenset(
+    {"anthropic", "httpx", "httpcore", "httpx2", "httpcore2"}
+)  # the SDK's own fork: httpx2
 # A request target in absolute form (`http://host/path`, legal HTTP/1.1; uvicorn logs `http%3A//host/path`):
 # its scheme and host are masked whole, its path like any other.
 _ABSOLUTE = r"(?:[Hh][Tt][Tt][Pp][Ss]?(?::|%3[Aa])//[^/\s?\"]*)"

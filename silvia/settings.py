@@ -311,6 +311,9 @@ ANTHROPIC_MAX_TOKENS = env.int("ANTHROPIC_MAX_TOKENS", default=4096)
 ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=60.0)
 ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
 LIVE_TURN_MAX_STEPS = env.int("LIVE_TURN_MAX_STEPS", default=8)
+# A model step whose stream ends before message_stop is asked again this many times, then the turn fails
+# (model_stream_cut; docs/live.md#failures).
+LIVE_TURN_CUT_STREAM_RETRIES = env.int("LIVE_TURN_CUT_STREAM_RETRIES", default=2)
 LIVE_TURN_MESSAGE_MAX_CHARS = env.int("LIVE_TURN_MESSAGE_MAX_CHARS", default=20000)
 LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
 LIVE_TURN_FLUSH_SECONDS = env.float("LIVE_TURN_FLUSH_SECONDS", default=0.05)

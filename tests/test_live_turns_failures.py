@@ -65,9 +65,12 @@ def test_529_then_success_within_the_retry_budget(client, recorded_model):
 
 
 def test_broken_stream_and_timeout(client, recorded_model, settings):
+    # A connection dropped mid-stream is a cut stream (SPEC 11): asked again, then the turn fails.
+    settings.LIVE_TURN_CUT_STREAM_RETRIES = 1
     recorded_model.load([script(step(text("This stream breaks in the middle."), break_after=4))])
     _, response = post_turn(client)
-    assert parse_sse(b"".join(response.streaming_content))[-1][2]["error"]["type"] == "connection_error"
+    assert parse_sse(b"".join(response.streaming_content))[-1][2]["error"]["type"] == "model_stream_cut"
+    assert len(recorded_model.requests) == 2
     wait_for_turns()
     settings.ANTHROPIC_TIMEOUT_SECONDS = 0.3
     settings.ANTHROPIC_MAX_RETRIES = 0

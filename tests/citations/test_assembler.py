@@ -9,7 +9,7 @@ import json
 import anthropic
 import pytest
 
-from citations.assembler import TurnAssembler, assemble_record, replay
+from citations.assembler import TurnAssembler, assemble_record, replay, skipped_type_name
 from citations.citable import to_citable_content
 from citations.registry import TurnRegistry
 from citations.turn import AssistantEvent, ToolCallEvent, parse_turn_record
@@ -104,3 +104,52 @@ def test_the_summary_carries_no_support():
         assembled = assemble_record(parse_turn_record(case["record"]).events)
         assert all("support" not in entry for entry in assembled.citations)
         assert all("support" in entry for entry in assembled.inline_citations)
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [
+        ("char_location", "char_location"),
+        ("page_location", "page_location"),
+        ("a" * 64, "a" * 64),
+        ("a" * 65, "<not an identifier>"),
+        ("evil\nskipped 1 citation(s) of type forged", "<not an identifier>"),
+        ("acct 7781", "<not an identifier>"),
+        ("\u2028", "<not an identifier>"),
+        ("é", "<not an identifier>"),
+        ("", "<not an identifier>"),
+        ("_leading", "<not an identifier>"),
+        (None, "<null>"),
+        (3, "<number>"),
+        (1.5, "<number>"),
+        (True, "<boolean>"),
+        ([], "<array>"),
+        ({}, "<object>"),
+    ],
+)
+def test_a_skipped_citations_type_is_counted_under_a_bounded_identifier(value, name):
+    """The model writes `type`; it reaches the done event and an INFO line only as an identifier (issue 38)."""
+    assert skipped_type_name(value) == name
+
+
+def test_citations_of_types_not_recorded_are_counted_by_their_bounded_names():
+    assembler = TurnAssembler(TurnRegistry())
+    assembler.start_step()
+    assembler.block_start(0, {"type": "text", "text": ""})
+    assembler.text(0, "Fine.")
+    for citation in (
+        {"type": "char_location"},
+        {"type": "x\ny"},
+        {"type": None},
+        "a string",
+        {"type": "char_location"},
+    ):
+        assembler.citation(0, citation)
+    assembler.block_stop(0)
+    assembler.end_step()
+    assert assembler.result().skipped_citations == {
+        "<not an object>": 1,
+        "char_location": 2,
+        "<not an identifier>": 1,
+        "<null>": 1,
+    }
