@@ -11,10 +11,11 @@
   `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`, or `running` with no write for
   `LIVE_TURN_STALLED_SECONDS`. `end_stuck` ends it with an `error` event its
   client reads. Admission ends the user's stuck turns before counting them
-  (`live.service`), and a worker ends every stuck turn when it starts
-  (`sweep_stuck_turns`), so no session is 409 for ever; the embedded broker,
-  which has no redelivery, also queues the turns a stopped worker held again
-  (`requeue_orphans`).
+  (`live.service`), and every worker ends them at its start and every
+  `LIVE_TURN_SWEEP_SECONDS` after (`live.sweeps`, which also sends again a
+  turn whose task never reached the broker, and, at an embedded worker's
+  start, queues again the turns a stopped one held), so every turn ends with
+  no request arriving.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from live.db import notify_turn, sqlite_write_lock
 from live.log import encode, turn_fail
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
-__all__ = ["end_stuck", "fail_unstarted", "requeue_orphans", "sweep_stuck_turns", "turn_acquire", "turns_stuck"]
+__all__ = ["end_stuck", "fail_unstarted", "sweep_stuck_turns", "turn_acquire", "turns_stuck"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,20 +130,6 @@ def end_stuck(turns: list[LiveTurn]) -> int:
 def sweep_stuck_turns() -> int:
     """End every stuck turn (a worker's start); how many ended."""
     return end_stuck(turns_stuck(list(LiveTurn.objects.active())))
-
-
-def requeue_orphans() -> int:
-    """Queue every queued or running turn again with a new task id (the embedded worker's start: no other
-    worker can be running them, and a message it had taken is gone); their older tasks do nothing."""
-    from live.service import enqueue
-
-    requeued = 0
-    for turn in list(LiveTurn.objects.active()):
-        turn.task_id = uuid.uuid4()
-        if LiveTurn.objects.filter(pk=turn.pk, status__in=[turn.status]).update(task_id=turn.task_id):
-            enqueue(turn)
-            requeued += 1
-    return requeued
 
 
 def count_failed(turn: LiveTurn, kind: str) -> None:

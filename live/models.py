@@ -68,6 +68,11 @@ class LiveTurn(models.Model):
     task_id = models.UUIDField(
         default=uuid.uuid4, help_text="the id of the job-engine task that runs it (another task does nothing)"
     )
+    sent_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when its task reached the broker; a queued turn without it is sent again (live.sweeps)",
+    )
     resume_count = models.PositiveIntegerField(default=0)
     error = models.JSONField(null=True, blank=True, help_text="the error event's data for a failed turn")
     stop_reason = models.CharField(

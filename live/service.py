@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -167,13 +168,21 @@ def _waiting() -> QuerySet[LiveTurn]:
 
 
 def enqueue(turn: LiveTurn) -> None:
-    """Send the turn's task, its id the turn's `task_id`. Raises `QueueUnavailableError` (the turn failed)
-    when the broker refuses it."""
+    """Send the turn's task, its id the turn's `task_id`, then mark the turn `sent_at` (while that task is
+    still its own). Raises `QueueUnavailableError` (the turn failed) when the broker refuses it.
+
+    The turn's row is committed before this runs: a process that dies in between leaves a queued turn with
+    no `sent_at`, which the workers' sweep sends again within seconds (`live.sweeps.resend_unsent`).
+    """
     from live.tasks import send_live_turn  # loads Celery on the first turn, not at start-up
 
+    if settings.LIVE_TURN_TEST_PAUSE_BEFORE_SEND_SECONDS:  # test only: a kill lands between commit and send
+        time.sleep(settings.LIVE_TURN_TEST_PAUSE_BEFORE_SEND_SECONDS)
     try:
         send_live_turn(str(turn.id), str(turn.task_id))
     except Exception as error:  # kombu's OperationalError after the publish retries, a bad URL, ...
         logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
         fail_unstarted(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
         raise QueueUnavailableError(str(turn.id)) from None
+    with sqlite_write_lock():
+        LiveTurn.objects.filter(pk=turn.pk, task_id=turn.task_id, sent_at__isnull=True).update(sent_at=timezone.now())

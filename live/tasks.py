@@ -34,8 +34,9 @@ def run_live_turn(self: Any, turn_id: str) -> None:
     old worker's writes fail; a finished one, or a task that is not the
     turn's own (`task_id`), is a no-op. When the database refuses the start
     (down for a moment) the engine retries it, `LIVE_TURN_START_RETRIES`
-    times with a growing countdown, then the turn fails with an `error` event
-    if the database is back (else it is ended as stuck later); any other
+    times with a growing countdown, then the turn fails with an `error` event,
+    and while the database refuses that too the task is retried every 30 s
+    until the turn starts or fails; any other
     error before the start fails it (a stale task's failure leaves the turn
     to its own task). It raises only Celery's `Retry`. The
     run is the trace's `process` span, under the `send` span whose context
@@ -64,7 +65,9 @@ def _start_and_run(task: Any, turn_uuid: uuid.UUID) -> None:
             logger.warning("turn %s: the database refused its start (%s); retrying", turn_uuid, type(error).__name__)
             raise self.retry(countdown=min(2**retries, 30), max_retries=settings.LIVE_TURN_START_RETRIES) from None
         logger.error("turn %s: the database refused its start %d times; it fails", turn_uuid, retries + 1)
-        _fail_quietly(turn_uuid, task_id, "database_unavailable")
+        if not _fail_quietly(turn_uuid, task_id, "database_unavailable"):
+            # Still refused: neither started nor failed, so try again until one of the two is written.
+            raise self.retry(countdown=30, max_retries=None) from None
         return
     except Exception as error:  # our bug: the turn must not wait for ever
         logger.error("turn %s: its start failed (%s)", turn_uuid, type(error).__name__)
@@ -74,15 +77,17 @@ def _start_and_run(task: Any, turn_uuid: uuid.UUID) -> None:
         run_turn(turn_uuid, token)
 
 
-def _fail_quietly(turn_id: uuid.UUID, task_id: uuid.UUID | None, kind: str) -> None:
+def _fail_quietly(turn_id: uuid.UUID, task_id: uuid.UUID | None, kind: str) -> bool:
     """End the queued turn with an `error` event, only while this task is its own (a stale task's start
-    failing leaves the turn to its own task)."""
+    failing leaves the turn to its own task); False when the database refused that too."""
     from live.engine import fail_unstarted
 
     try:
         fail_unstarted(turn_id, kind, "This answer could not be started. Please try again.", task_id=task_id)
-    except Exception as error:  # the database is still gone: the turn is ended as stuck later
+    except Exception as error:  # the database is still gone
         logger.error("turn %s: could not be marked failed (%s)", turn_id, type(error).__name__)
+        return False
+    return True
 
 
 def send_live_turn(turn_id: str, task_id: str) -> None:
@@ -102,11 +107,3 @@ def _messaging(task_id: str | None, turn_id: str) -> dict[str, str]:
         "messaging.message.id": str(task_id),
         "silvia.turn.id": turn_id,
     }
-
-
-@shared_task(name="live.sweep_stuck_turns", ignore_result=True)
-def sweep_stuck_turns() -> int:
-    """End every stuck turn (`live.engine.sweep_stuck_turns`): for `celery beat`, where one runs."""
-    from live.engine import sweep_stuck_turns as sweep
-
-    return sweep()

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -101,22 +101,73 @@ def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
     # the first turn this worker takes.
     import live.runner  # noqa: F401
     from live.configured import warn_if_no_model
-    from live.engine import requeue_orphans, sweep_stuck_turns
+    from live.sweeps import requeue_orphans
 
     warn_if_no_model()
-    try:
-        # Turns no task will finish end with an error their clients read (docs/job-engine.md#stuck-turns).
-        ended = sweep_stuck_turns()
-        if ended:
-            logger.warning("%d stuck turn(s) ended", ended)
-        if settings.CELERY_BROKER_EMBEDDED:
+    _sweep()  # at once, then on the timer (PeriodicSweep)
+    if settings.CELERY_BROKER_EMBEDDED:
+        try:
             # The embedded transport has no redelivery: the turns a stopped embedded worker
             # held (or had taken from the folder) are sent again, to start or resume.
             requeued = requeue_orphans()
+        except Exception as error:  # the database is down: the sweeps end those turns later
+            logger.error("the embedded worker's requeue of a stopped worker's turns failed (%s)", type(error).__name__)
+        else:
             if requeued:
                 logger.warning("embedded worker: %d turn(s) a stopped worker held queued again", requeued)
-    except Exception as error:  # the database is down: the worker still starts; admission ends stuck turns
-        logger.error("the start-up sweep of stuck turns failed (%s)", type(error).__name__)
+
+
+def _sweep() -> None:
+    """One sweep of the turns (`live.sweeps.sweep`): sent again, stuck ended; logged, never raised."""
+    from live.sweeps import sweep
+
+    try:
+        resent, ended = sweep()
+    except Exception as error:  # the database is down: the next sweep tries again
+        logger.error("the sweep of live turns failed (%s)", type(error).__name__)
+        return
+    if ended:
+        logger.warning("%d stuck turn(s) ended", ended)
+    if resent:
+        logger.warning("%d turn(s) whose task never reached the broker sent again", resent)
+
+
+def _queue_retention_pass() -> None:
+    """Queue the retention pass (`silvia.retention_pass`, docs/retention.md) as a task a worker thread runs:
+    its batches take longer than a timer callback may."""
+    from silvia.retention import retention_pass_task
+
+    try:
+        retention_pass_task.delay()
+    except Exception as error:  # the broker refused it: the next interval queues it again
+        logger.error("the retention pass could not be queued (%s)", type(error).__name__)
+
+
+class PeriodicSweep(bootsteps.StartStopStep):
+    """The engine's periodic home (docs/job-engine.md#the-workers-sweep): on the worker's own timer (Celery's
+    documented bootstep API), every `LIVE_TURN_SWEEP_SECONDS` the sweep of live turns, and every
+    `RETENTION_PASS_SECONDS` the retention pass queued. Every worker runs it; both are safe at once."""
+
+    requires = ("celery.worker.components:Timer",)
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.entries: list[Any] = []
+
+    def start(self, worker: Any) -> None:
+        self.entries = [worker.timer.call_repeatedly(settings.LIVE_TURN_SWEEP_SECONDS, _sweep, priority=10)]
+        if settings.RETENTION_PASS_SECONDS > 0:
+            self.entries.append(
+                worker.timer.call_repeatedly(settings.RETENTION_PASS_SECONDS, _queue_retention_pass, priority=10)
+            )
+
+    def stop(self, worker: Any) -> None:
+        for entry in self.entries:
+            entry.cancel()
+        self.entries = []
+
+
+app.steps["worker"].add(PeriodicSweep)
 
 
 # Metrics (docs/metrics.md#the-turn-workers-figures): the worker's database pool is sampled around its

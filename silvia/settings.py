@@ -334,6 +334,15 @@ LIVE_TURN_MAX_RESUMES = env.int("LIVE_TURN_MAX_RESUMES", default=3)
 LIVE_TURN_QUEUED_TIMEOUT_SECONDS = env.int("LIVE_TURN_QUEUED_TIMEOUT_SECONDS", default=600)
 LIVE_TURN_STALLED_SECONDS = env.int("LIVE_TURN_STALLED_SECONDS", default=900)
 LIVE_TURN_START_RETRIES = env.int("LIVE_TURN_START_RETRIES", default=5)
+# The engine's own sweep (live.sweeps, a timer in every worker: docs/job-engine.md#the-workers-sweep): this
+# often it sends again the queued turns whose task never reached the broker (after this long) and ends the
+# turns past their bounds; it queues the retention pass this often.
+LIVE_TURN_SWEEP_SECONDS = env.float("LIVE_TURN_SWEEP_SECONDS", default=2.0)
+LIVE_TURN_RESEND_AFTER_SECONDS = env.float("LIVE_TURN_RESEND_AFTER_SECONDS", default=5.0)
+RETENTION_PASS_SECONDS = env.float("RETENTION_PASS_SECONDS", default=3600.0)
+# Test only (docs/job-engine.md#the-workers-sweep): a POST waits this long between its turn's commit and the
+# send of its task, so a test can kill the process there. Never set it on a server.
+LIVE_TURN_TEST_PAUSE_BEFORE_SEND_SECONDS = env.float("LIVE_TURN_TEST_PAUSE_BEFORE_SEND_SECONDS", default=0.0)
 # Admissions one process runs at once (their database work); a POST waits this long for a slot (on the event
 # loop under ASGI: live.admission), then 503 with Retry-After. Short: a burst is answered at once.
 LIVE_TURN_ADMISSIONS_AT_ONCE = env.int("LIVE_TURN_ADMISSIONS_AT_ONCE", default=4)

@@ -231,7 +231,7 @@ def test_the_database_refusing_every_retry_the_turn_fails_with_an_error_its_clie
 
 def queued_again(user) -> LiveTurn:
     """A queued turn, as admission writes it, whose task id has changed since its first task was sent
-    (`live.engine.requeue_orphans`, a worker's start on the embedded broker): that task is stale."""
+    (`live.sweeps.requeue_orphans`, a worker's start on the embedded broker): that task is stale."""
     turn = LiveTurn.objects.create(
         session_id=uuid.uuid4(), user=user, user_message="Still there?", prompt_version="v5", last_seq=1
     )
