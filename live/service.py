@@ -32,7 +32,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -184,5 +184,20 @@ def enqueue(turn: LiveTurn) -> None:
         logger.error("turn %s: the broker refused its task (%s)", turn.id, type(error).__name__)
         fail_unstarted(turn.id, "queue_unavailable", "The service could not queue this question. Please try again.")
         raise QueueUnavailableError(str(turn.id)) from None
-    with sqlite_write_lock():
-        LiveTurn.objects.filter(pk=turn.pk, task_id=turn.task_id, sent_at__isnull=True).update(sent_at=timezone.now())
+    _mark_sent(turn)
+
+
+def _mark_sent(turn: LiveTurn) -> None:
+    """`sent_at` on the turn while `turn.task_id` is still its own, never waiting for the row: a worker may
+    hold it (taking the turn, which then is no longer queued), and a POST must not wait on that. Not marked
+    (the row held, the database gone), a turn still queued is sent again by a sweep, under a new task id:
+    its first task then does nothing."""
+    unsent = LiveTurn.objects.filter(pk=turn.pk, task_id=turn.task_id, sent_at__isnull=True)
+    try:
+        with sqlite_write_lock(), transaction.atomic():
+            free = unsent.select_for_update(skip_locked=True).values("pk")
+            LiveTurn.objects.filter(pk__in=free).update(sent_at=timezone.now())
+    except DatabaseError as error:
+        logger.warning(
+            "turn %s: its send could not be marked (%s); a sweep sends it again", turn.id, type(error).__name__
+        )
