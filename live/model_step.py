@@ -140,9 +140,10 @@ class StepStream:
             block["text"] = block.get("text", "") + text
             return self.assembler.text(index, text)
         if kind == "citations_delta":
-            citation = self._object(getattr(delta, "citation", None), "citations_delta.citation")
+            raw = _citation_of(delta)
+            citation = self._object(raw, "citations_delta.citation")
             if citation is None:  # counted by the assembler too, as a citation of a type it does not record
-                return self.assembler.citation(index, getattr(delta, "citation", None))
+                return self.assembler.citation(index, raw)
             block["citations"] = [*(block.get("citations") or []), citation]
             return self.assembler.citation(index, citation)
         if kind == "input_json_delta" and index in self._inputs:
@@ -205,6 +206,15 @@ class StepStream:
         block["input"] = value
         if problem is not None and block.get("type") == "tool_use":
             self.tool_input_problems[str(block.get("id"))] = problem
+
+
+def _citation_of(delta: Any) -> Any:
+    """A `citations_delta`'s citation as the SDK holds it, or None when it has none (read by attribute: the
+    field's name is also one of our events', which live/ spells only through `EventName`)."""
+    try:
+        return delta.citation
+    except AttributeError:
+        return None
 
 
 def _input_problem(value: dict[str, Any]) -> str | None:

@@ -155,7 +155,9 @@ class PeriodicSweep(bootsteps.StartStopStep):
         self.entries: list[Any] = []
 
     def start(self, worker: Any) -> None:
-        self.entries = [worker.timer.call_repeatedly(settings.LIVE_TURN_SWEEP_SECONDS, _sweep, priority=10)]
+        self.entries = []
+        if settings.LIVE_TURN_SWEEP_SECONDS > 0:
+            self.entries.append(worker.timer.call_repeatedly(settings.LIVE_TURN_SWEEP_SECONDS, _sweep, priority=10))
         if settings.RETENTION_PASS_SECONDS > 0:
             self.entries.append(
                 worker.timer.call_repeatedly(settings.RETENTION_PASS_SECONDS, _queue_retention_pass, priority=10)

@@ -26,3 +26,9 @@ STORAGES = {
 # Serve static files from the apps' folders, as with DEBUG on: no collectstatic needed.
 WHITENOISE_AUTOREFRESH = True
 WHITENOISE_USE_FINDERS = True
+
+# The suite's in-process worker sweeps no turn on a timer (docs/job-engine.md#the-workers-sweep): a test that
+# backdates turns, or holds a turn's row, would race it. A test of the sweep gives its worker processes
+# LIVE_TURN_SWEEP_SECONDS (tests/live/test_sweeps.py); the start's sweep still runs.
+LIVE_TURN_SWEEP_SECONDS = float(os.environ.get("LIVE_TURN_SWEEP_SECONDS", "0"))
+RETENTION_PASS_SECONDS = float(os.environ.get("RETENTION_PASS_SECONDS", "0"))
