@@ -1,6 +1,6 @@
 """What the durable-turn tests share (issues 10 and 18; docs/live.md): the two-tool-round script a worker is
 killed in, the environment of the Procfile's processes, the views of events and rows two runs are compared
-by, and waiting (`needs_rabbitmq` and `wait_for` serve tests/test_live_engine.py too)."""
+by, and waiting (`needs_rabbitmq` and `wait_for` serve tests/live/test_engine.py too)."""
 
 from __future__ import annotations
 

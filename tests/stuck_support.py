@@ -1,4 +1,4 @@
-"""What the stuck-turn tests share (tests/test_live_stuck*.py; docs/job-engine.md#stuck-turns).
+"""What the stuck-turn tests share (tests/live/test_stuck*.py; docs/job-engine.md#stuck-turns).
 
 In this process: a POST through Django's test client and its stream read to
 its end (`read_stream`), and what Celery reports of the turn tasks
