@@ -155,7 +155,7 @@ def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
     [record] = [r for r in caplog.records if r.name == "live.tool_calls"]
     # The class and where it was raised (file, line, function), never the message.
     assert re.fullmatch(
-        rf"turn {turn_id}: tool execute_sql raised OverflowError at test_finance_sql_tool\.py:\d+ \(run\)",
+        rf"turn {turn_id}: tool execute_sql raised OverflowError at test_sql_tool\.py:\d+ \(run\)",
         record.getMessage(),
     )
     assert record.exc_info is None
