@@ -1,5 +1,5 @@
 """What the staff admin's tests share: the changelist's URL, citation and row builders, three account ids
-(the signed-in staff are tests/admin_fixtures.py)."""
+(the signed-in staff are tests/chat/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from chat.models import ChatLog
 from tests.factories import ChatLogFactory
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LIST_URL = "/admin/chat/chatlog/"
 
 ACCOUNT_A = "FN30U5GCSQHz2AnbS0K1av9RZKUbXKLvJqY6U"

@@ -1,4 +1,4 @@
-"""Fixtures for the staff admin's tests (load with `pytest_plugins = ["tests.admin_fixtures"]`): a superuser,
+"""The staff admin's fixtures, for every test under tests/chat/: a superuser,
 a client signed in as them, and one signed in as staff who may only view."""
 
 from __future__ import annotations

@@ -9,10 +9,8 @@ from django.test import Client
 
 from chat.backfill import backfill_rows
 from chat.models import ChatLog
-from tests.admin_support import LIST_URL, change_url, cite, listed, log_with
+from tests.chat.admin_support import LIST_URL, change_url, cite, listed, log_with
 from tests.factories import ChatLogFactory, UserFactory
-
-pytest_plugins = ["tests.admin_fixtures"]
 
 
 @pytest.mark.django_db

@@ -12,11 +12,8 @@ from django.test.utils import CaptureQueriesContext
 
 from chat.models import ChatLog
 from citations.targets import TARGET_KINDS
-from tests.admin_support import ACCOUNT_A, ACCOUNT_B, ACCOUNT_C, LIST_URL, cite, listed, log_with
+from tests.chat.admin_support import ACCOUNT_A, ACCOUNT_B, ACCOUNT_C, LIST_URL, cite, listed, log_with
 from tests.factories import ChatLogFactory, ChatSessionFactory
-
-pytest_plugins = ["tests.admin_fixtures"]
-
 
 # -- filters and search: exact sets on both databases -----------------------------
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from chat.admin import display as admin_display
-from tests.admin_support import ACCOUNT_A, ACCOUNT_B, cite
+from tests.chat.admin_support import ACCOUNT_A, ACCOUNT_B, cite
 
 # -- the pure HTML builders ---------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from chat.admin import display as admin_display
 from citations.support import SUPPORT_STATUSES
 from citations.targets import TARGET_KINDS
-from tests.admin_support import REPO
+from tests.chat.admin_support import REPO
 
 # Escaping holds for any stored value: whatever the strings hold, the HTML
 # has only the builders' own tags and attributes, and links only to http(s).

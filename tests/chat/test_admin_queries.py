@@ -19,12 +19,9 @@ from chat.admin.logs import CappedCountPaginator
 from chat.citation_queries import SOURCES_TEXT_SQL, HasCitationState, NamesAccount, SourceContains
 from chat.models import ChatLog, ChatSession
 from citations.summary import UNTYPED
-from tests.admin_queries_support import COLUMNS, LEGACY, _db_counts, _raw_insert, reference_counts
-from tests.admin_support import ACCOUNT_A, LIST_URL, listed
+from tests.chat.admin_queries_support import COLUMNS, LEGACY, _db_counts, _raw_insert, reference_counts
+from tests.chat.admin_support import ACCOUNT_A, LIST_URL, listed
 from tests.factories import ChatLogFactory, ChatSessionFactory
-
-pytest_plugins = ["tests.admin_fixtures"]
-
 
 MIGRATION_0003 = importlib.import_module("chat.migrations.0003_admin_reads_json")
 

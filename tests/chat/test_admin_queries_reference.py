@@ -16,7 +16,8 @@ from chat.models import ChatLog
 from chat.selectors import chat_logs_with_citation_counts
 from chat.services import record_turn
 from citations.summary import MALFORMED, UNTYPED
-from tests.admin_queries_support import (
+from tests.cases import load_cases
+from tests.chat.admin_queries_support import (
     LEGACY,
     _db_counts,
     _raw_insert,
@@ -25,11 +26,8 @@ from tests.admin_queries_support import (
     reference_sources,
     reference_states,
 )
-from tests.admin_support import ACCOUNT_A, ACCOUNT_B, ACCOUNT_C, LIST_URL, listed
-from tests.cases import load_cases
+from tests.chat.admin_support import ACCOUNT_A, ACCOUNT_B, ACCOUNT_C, LIST_URL, listed
 from tests.factories import ChatSessionFactory, UserFactory
-
-pytest_plugins = ["tests.admin_fixtures"]
 
 
 def _golden_record() -> dict:

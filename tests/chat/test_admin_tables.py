@@ -16,12 +16,9 @@ from chat.models import ChatLog
 from chat.services import record_turn
 from citations.summary import classify_citation
 from citations.utf16 import utf16_length, utf16_slice
-from tests.admin_support import ACCOUNT_A, ACCOUNT_B, LIST_URL, REPO, change_url, cite, listed, log_with
 from tests.cases import load_cases
+from tests.chat.admin_support import ACCOUNT_A, ACCOUNT_B, LIST_URL, REPO, change_url, cite, listed, log_with
 from tests.factories import ChatLogFactory, UserFactory
-
-pytest_plugins = ["tests.admin_fixtures"]
-
 
 EXAMPLE_TURNS = REPO / "examples" / "turns"
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from chat.backfill import MalformedRow
 from chat.models import ChatLog
 from citations.backfill import backfill_citation_list
-from tests.backfill_support import _counts, _id, _old, _run, _stored_text
 from tests.cases import case_ids, load_cases
+from tests.chat.backfill_support import _counts, _id, _old, _run, _stored_text
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
 CASES = load_cases("backfill.json")

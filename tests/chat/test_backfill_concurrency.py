@@ -16,7 +16,7 @@ from django.db import connection, connections
 from chat.backfill import table as backfill_table
 from chat.models import ChatLog
 from finance.libpq import libpq_params
-from tests.backfill_support import _id, _old, _run, _typed
+from tests.chat.backfill_support import _id, _old, _run, _typed
 
 on_postgresql = pytest.mark.skipif(
     connection.vendor != "postgresql",

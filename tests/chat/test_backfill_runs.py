@@ -13,7 +13,7 @@ from django.db import connection
 from chat.backfill import MalformedRow
 from chat.models import ChatLog
 from chat.selectors import chat_logs_with_citation_counts
-from tests.backfill_support import _id, _old, _run, _stored_text, _typed
+from tests.chat.backfill_support import _id, _old, _run, _stored_text, _typed
 from tests.factories import ChatLogFactory
 
 

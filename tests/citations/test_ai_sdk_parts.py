@@ -9,7 +9,17 @@ from __future__ import annotations
 import pytest
 
 from citations.ai_sdk import TOOL_ERROR_TEXT, Row, UIMessageStream, source_part
-from tests.ai_sdk_stream_support import CARDS, CARDS_TARGET, START, TWO_STEPS, _call, _cite, _document, _input, _result
+from tests.citations.ai_sdk_stream_support import (
+    CARDS,
+    CARDS_TARGET,
+    START,
+    TWO_STEPS,
+    _call,
+    _cite,
+    _document,
+    _input,
+    _result,
+)
 
 
 def _url(source, title):

@@ -7,7 +7,7 @@ Pure: no database, no HTTP. Expected chunk lists are written out by hand."""
 from __future__ import annotations
 
 from citations.ai_sdk import Row, UIMessageStream, apply_rewinds
-from tests.ai_sdk_stream_support import DONE, START, TWO_STEPS, _call, _cite, _document, _input, _result
+from tests.citations.ai_sdk_stream_support import DONE, START, TWO_STEPS, _call, _cite, _document, _input, _result
 
 # --- rewind -----------------------------------------------------------------------------------------------------
 

@@ -11,7 +11,17 @@ import json
 import pytest
 
 from citations.ai_sdk import DONE_FRAME, Row, UIMessageStream, finish_reason, format_chunk, stream_bytes
-from tests.ai_sdk_stream_support import CARDS, CARDS_CITATION, CARDS_TARGET, DONE, START, TWO_STEPS, S, T, _document
+from tests.citations.ai_sdk_stream_support import (
+    CARDS,
+    CARDS_CITATION,
+    CARDS_TARGET,
+    DONE,
+    START,
+    TWO_STEPS,
+    S,
+    T,
+    _document,
+)
 
 CARDS_SOURCE = _document(CARDS, "Credit card")
 

@@ -9,7 +9,7 @@ import pytest
 from citations.citable import LIBRARY_TOOLS, SearchResult, to_citable_content
 from citations.targets import AnalysisTarget, CardDocumentTarget, MortgageReferenceTarget, TaxReferenceTarget
 from tests.cases import golden_params, load_cases
-from tests.citable_support import _assert_well_formed, _summary, _texts
+from tests.citations.citable_support import _assert_well_formed, _summary, _texts
 
 CITABLE_CASES = load_cases("citable.json")
 

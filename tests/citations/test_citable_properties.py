@@ -15,7 +15,7 @@ from citations.accounts import account_ref_from_row
 from citations.citable import LABEL_COLUMNS, LIBRARY_TOOLS, render_sql_row, to_citable_content
 from citations.pooling import accounts_target
 from citations.targets import CitationTarget, PortfolioTarget, parse_citation_target
-from tests.citable_support import OTHER_ID, PLAID_ID, PORTFOLIO, SNAPTRADE_ID, _assert_well_formed
+from tests.citations.citable_support import OTHER_ID, PLAID_ID, PORTFOLIO, SNAPTRADE_ID, _assert_well_formed
 
 # --- properties ----------------------------------------------------------------
 

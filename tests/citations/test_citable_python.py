@@ -9,7 +9,7 @@ import pytest
 
 from citations.citable import to_citable_content, valid_ticker
 from citations.targets import AnalysisTarget
-from tests.citable_support import _summary, _texts
+from tests.citations.citable_support import _summary, _texts
 
 # --- execute_python --------------------------------------------------------
 

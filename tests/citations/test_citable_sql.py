@@ -9,7 +9,7 @@ import pytest
 
 from citations.citable import LABEL_COLUMNS, RowTexts, render_sql_row, to_citable_content
 from citations.targets import AccountRef, AccountsTarget, PortfolioTarget
-from tests.citable_support import OTHER_ID, PLAID_ID, PORTFOLIO, SNAPTRADE_ID, _summary, _texts
+from tests.citations.citable_support import OTHER_ID, PLAID_ID, PORTFOLIO, SNAPTRADE_ID, _summary, _texts
 
 # --- execute_sql -----------------------------------------------------------
 

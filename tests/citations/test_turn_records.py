@@ -12,7 +12,7 @@ from citations.assembler import assemble_record
 from citations.turn import AssistantEvent, ToolCallEvent, TurnRecordError, parse_turn_record
 from citations.utf16 import utf16_length
 from tests.cases import golden_params, load_cases, without_support
-from tests.turn_support import _cite, _step
+from tests.citations.turn_support import _cite, _step
 
 TURNS = load_cases("turns.json")
 BAD_TURNS = load_cases("bad_turns.json")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from citations.assembler import assemble_record
 from citations.turn import TurnRecordError, parse_turn_record
 from citations.utf16 import utf16_length
-from tests.turn_support import _cite, _step
+from tests.citations.turn_support import _cite, _step
 
 
 def _record_with(**changes):

@@ -19,8 +19,6 @@ from tests.finance_data import MAYA_IDS, SAM_IDS, holdings_of
 
 TURNS = Path(__file__).resolve().parents[2] / "examples" / "turns"
 
-pytest_plugins = ["tests.finance_fixtures"]
-
 
 def _sql_calls():
     for path in sorted(TURNS.glob("*.json")):

@@ -9,8 +9,6 @@ from django.contrib.auth.models import AnonymousUser
 from finance.selectors import account_get_for_user, accounts_for_user, portfolio_for_user
 from tests.finance_data import MAYA_IDS, SAM_IDS
 
-pytest_plugins = ["tests.finance_fixtures"]
-
 
 def test_accounts_for_user_are_only_the_callers(finance_users):
     maya, sam = finance_users

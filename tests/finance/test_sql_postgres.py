@@ -12,8 +12,6 @@ from finance.view_sql import quote_ident
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL only")
 
-pytest_plugins = ["tests.finance_fixtures"]
-
 
 def _as_reader(user_ids: list[int], query: str):
     """Run `query` as the reader role with the given scope rows, always rolled back; the rows or the psycopg error."""

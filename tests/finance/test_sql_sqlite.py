@@ -23,7 +23,6 @@ from finance.sql_sqlite_calls import TRIM_CHARS, printf_sizes
 from finance.sql_tool import ExecuteSqlTool
 
 pytestmark = pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL's statement_timeout holds")
-pytest_plugins = ["tests.finance_fixtures"]
 
 LIMIT_MS = 1000
 # CPU a query may use past its limit: between two checks of the deadline

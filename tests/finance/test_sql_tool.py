@@ -14,8 +14,6 @@ from citations.tools import ToolError, ToolExecutor
 from finance.sql_tool import ExecuteSqlTool, execute_sql_tool
 from finance.sql_values import json_safe
 
-pytest_plugins = ["tests.finance_fixtures"]
-
 
 def test_it_is_a_tool_executor_named_execute_sql(db):
     tool = execute_sql_tool()

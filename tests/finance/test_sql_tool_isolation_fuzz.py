@@ -8,10 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citations.tools import ToolError
-from tests.finance_sql_support import assert_only_mayas, assert_session_clean
-
-pytest_plugins = ["tests.finance_fixtures"]
-
+from tests.finance.finance_sql_support import assert_only_mayas, assert_session_clean
 
 # Random safe SELECTs: they must all succeed and never hold a row of sam's.
 _VIEWS = {

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from citations.tools import ToolError
+from tests.finance.finance_sql_support import SAM_SECRETS, assert_only_mayas, assert_session_clean
 from tests.finance_data import MAYA_IDS, SAM_IDS
-from tests.finance_sql_support import SAM_SECRETS, assert_only_mayas, assert_session_clean
 
 HOSTILE = [
     # other tables, schemas and catalogs
@@ -124,8 +124,6 @@ HOSTILE = [
     "SELECT string_agg(a.account_name || b.account_name || c.account_name || d.account_name, '') "
     "FROM account_details a, account_details b, account_details c, account_details d, account_details e",
 ]
-
-pytest_plugins = ["tests.finance_fixtures"]
 
 
 def test_the_suite_is_big_enough():

@@ -10,10 +10,7 @@ import pytest
 from django.db import connection
 
 from citations.tools import ToolError
-from tests.finance_sql_support import assert_session_clean
-
-pytest_plugins = ["tests.finance_fixtures"]
-
+from tests.finance.finance_sql_support import assert_session_clean
 
 # --- red-team findings F2, F3, F4, F8 ------------------------------------------------
 

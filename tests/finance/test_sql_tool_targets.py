@@ -9,8 +9,6 @@ from citations.citable import to_citable_content
 SAPPHIRE = "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dK"
 DOUBLE_CASH = "LzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdNnFRIB"
 
-pytest_plugins = ["tests.finance_fixtures"]
-
 
 def blocks(tool, user, query):
     tool_input = {"query": query}

@@ -1,6 +1,6 @@
 """What the end-to-end tests of the AI SDK stream share (issue 31): the recorded scripts, the Procfile's
 `stream:` and `worker:` processes on the test database and the embedded broker, and maya's token with the
-demo's accounts (fixtures each module binds: a plugin's `token` would meet tests/live_durable_fixtures.py's),
+demo's accounts (fixtures each module binds: a plugin's `token` would meet tests/live/conftest.py's),
 a request read to its end, the stored row and the log, the stream's frames and headers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fixtures for the durable-turn tests (load with `pytest_plugins = ["tests.live_durable_fixtures"]`): maya's
+"""The durable-turn tests' fixtures, for every test under tests/live/ (a module's own `token` wins): maya's
 API token, and the Procfile's processes on the embedded broker, as `make run` starts them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.authtoken.models import Token
 
-from tests.live_durable_support import base_env
+from tests.live.live_durable_support import base_env
 from tests.procfile import Stack, embedded_env
 
 

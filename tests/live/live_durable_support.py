@@ -14,9 +14,6 @@ from chat.models import ChatLog
 from tests.live_support import SSEClient, cite, database_url, script, step, text, tool_use
 from tests.procfile import rabbitmq_available
 
-pytest_plugins = ["tests.live_durable_fixtures"]
-
-
 CARDS = "silvia://your-account/credit-card"
 CHASE = "silvia://credit-card-corpus/chase/sapphire-preferred/pricing.md"
 

@@ -16,13 +16,13 @@ import pytest
 
 from citations.ai_sdk import PROTOCOL
 from live.models import LiveTurn
-from tests import ai_sdk_live_support
-from tests.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
 from tests.ai_sdk_support import ROOT, need_node
+from tests.live import ai_sdk_live_support
+from tests.live.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
 from tests.live_support import script, step, text
 
-#: The Procfile's processes (once a module) and maya's token: fixtures of tests/ai_sdk_live_support.py, bound
-#: here, as a plugin's `token` would meet tests/live_durable_fixtures.py's.
+#: The Procfile's processes (once a module) and maya's token: fixtures of tests/live/ai_sdk_live_support.py, bound
+#: here, as a plugin's `token` would meet tests/live/conftest.py's.
 stream = ai_sdk_live_support.stream
 token = ai_sdk_live_support.token
 

@@ -30,14 +30,14 @@ import pytest
 from chat.models import ChatLog
 from live.errors import MESSAGES
 from live.models import LiveTurn, LiveTurnStatus
-from tests import ai_sdk_live_support
-from tests.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
 from tests.ai_sdk_support import read_ui_message
+from tests.live import ai_sdk_live_support
+from tests.live.ai_sdk_live_support import RECORDED, check_headers, fetch, frames, logged, stored_row
 from tests.live_support import script, step, text
 from tests.procfile import ProcfileProcess
 
-#: The Procfile's processes (once a module) and maya's token: fixtures of tests/ai_sdk_live_support.py, bound
-#: here, as a plugin's `token` would meet tests/live_durable_fixtures.py's.
+#: The Procfile's processes (once a module) and maya's token: fixtures of tests/live/ai_sdk_live_support.py, bound
+#: here, as a plugin's `token` would meet tests/live/conftest.py's.
 stream = ai_sdk_live_support.stream
 token = ai_sdk_live_support.token
 

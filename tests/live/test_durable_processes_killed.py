@@ -13,12 +13,10 @@ import uuid
 import pytest
 
 from live.models import LiveTurn, LiveTurnStatus
+from tests.live.live_durable_support import base_env, durable_script, needs_rabbitmq, wait_for
 from tests.live.test_durable_resume import check_client_equals_row
-from tests.live_durable_support import base_env, durable_script, needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, apply_rewind
 from tests.procfile import Stack, rabbitmq_env
-
-pytest_plugins = ["tests.live_durable_fixtures"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

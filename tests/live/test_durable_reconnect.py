@@ -12,11 +12,8 @@ import pytest
 
 from citations.live_events import LOG_ONLY_EVENTS
 from live.models import LiveTurnEvent
-from tests.live_durable_support import durable_script, normalized, stored, uninterrupted
+from tests.live.live_durable_support import durable_script, normalized, stored, uninterrupted
 from tests.live_support import SSEClient
-
-pytest_plugins = ["tests.live_durable_fixtures"]
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ import pytest
 from chat.models import ChatLog
 from citations.live_events import LOG_ONLY_EVENTS
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
-from tests.live_durable_support import (
+from tests.live.live_durable_support import (
     CARDS,
     base_env,
     durable_script,
@@ -28,9 +28,6 @@ from tests.live_durable_support import (
 )
 from tests.live_support import SSEClient, apply_rewind
 from tests.procfile import Stack, rabbitmq_env
-
-pytest_plugins = ["tests.live_durable_fixtures"]
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -26,7 +26,7 @@ from rest_framework.authtoken.models import Token
 from chat.models import ChatLog
 from live.models import LiveTurn, LiveTurnStatus
 from tests.factories import UserFactory
-from tests.live_durable_support import needs_rabbitmq, wait_for
+from tests.live.live_durable_support import needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, cite, database_url, parse_sse, script, step, text, tool_use
 from tests.procfile import Stack, embedded_env, rabbitmq_env
 

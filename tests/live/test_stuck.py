@@ -43,8 +43,8 @@ from finance.libpq import libpq_params
 from live.log import encode
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.tasks import send_live_turn
+from tests.live.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 from tests.live_support import script, step, text
-from tests.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,8 +20,8 @@ import pytest
 from django.conf import settings
 
 from live.models import LiveTurnStatus
+from tests.live.stuck_support import STUCK, Turn, backdate, consecutive, env_for, post, slow_answer, token_for, wait_for
 from tests.procfile import Stack, embedded_env
-from tests.stuck_support import STUCK, Turn, backdate, consecutive, env_for, post, slow_answer, token_for, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

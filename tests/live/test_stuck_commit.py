@@ -21,14 +21,14 @@ from django.db import connection, transaction
 
 from chat.models import ChatLog, ChatSession
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
-from tests import live_turns_support
+from tests.live import live_turns_support
+from tests.live.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 from tests.live_support import script, step, text
-from tests.stuck_support import Attempts, post_turn, read_stream, watched_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-#: maya's API client (tests/live_turns_support.py), bound here: it replaces pytest-django's `client`
+#: maya's API client (tests/live/live_turns_support.py), bound here: it replaces pytest-django's `client`
 client = live_turns_support.client
 
 

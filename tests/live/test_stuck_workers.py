@@ -38,8 +38,7 @@ from django.db import connection
 from chat.models import ChatLog
 from finance.libpq import libpq_params
 from live.models import LiveTurnStatus
-from tests.procfile import Stack, embedded_env, rabbitmq_env
-from tests.stuck_support import (
+from tests.live.stuck_support import (
     STUCK,
     Turn,
     backdate,
@@ -51,6 +50,7 @@ from tests.stuck_support import (
     token_for,
     wait_for,
 )
+from tests.procfile import Stack, embedded_env, rabbitmq_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from live.models import LiveTurn, LiveTurnStatus
-from tests import live_turns_support
+from tests.live import live_turns_support
+from tests.live.live_turns_support import CARDS, SCRIPTED, check_events_equal_get, post_turn, run_turn
 from tests.live_support import cite, parse_sse, script, step, text, tool_use, wait_for_turns
-from tests.live_turns_support import CARDS, SCRIPTED, check_events_equal_get, post_turn, run_turn
 
-#: maya's API client (tests/live_turns_support.py), bound here: it replaces pytest-django's `client`
+#: maya's API client (tests/live/live_turns_support.py), bound here: it replaces pytest-django's `client`
 #: for this module only.
 client = live_turns_support.client
 

@@ -17,13 +17,11 @@ import pytest
 from django.db import connection
 
 from live.models import LiveTurn, LiveTurnStatus
+from tests.live.live_durable_support import base_env, durable_script, needs_rabbitmq, wait_for
 from tests.live.test_durable_resume import check_client_equals_row
-from tests.live_durable_support import base_env, durable_script, needs_rabbitmq, wait_for
 from tests.live_support import SSEClient, apply_rewind
 from tests.pg_admin import admin_connection
 from tests.procfile import Stack, rabbitmq_env
-
-pytest_plugins = ["tests.live_durable_fixtures"]
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 from devtools.recorded_model import load_scripts
 from finance.demo import seed_demo_finance
 from tests.factories import UserFactory
+from tests.live.live_turns_support import check_events_equal_get
 from tests.live_support import parse_sse
-from tests.live_turns_support import check_events_equal_get
 from tests.uvicorn_server import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,11 +11,11 @@ from django.db import connection
 
 from chat.models import ChatLog
 from live.models import LiveTurn
-from tests import live_turns_support
+from tests.live import live_turns_support
+from tests.live.live_turns_support import CARDS, SCRIPTED, check_events_equal_get, post_turn, run_turn
 from tests.live_support import cite, parse_frames, parse_sse, script, step, text, tool_use, tool_use_raw, wait_for_turns
-from tests.live_turns_support import CARDS, SCRIPTED, check_events_equal_get, post_turn, run_turn
 
-#: maya's API client (tests/live_turns_support.py), bound here: it replaces pytest-django's `client`
+#: maya's API client (tests/live/live_turns_support.py), bound here: it replaces pytest-django's `client`
 #: for this module only.
 client = live_turns_support.client
 

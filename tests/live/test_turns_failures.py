@@ -8,12 +8,12 @@ import pytest
 
 from chat.models import ChatLog
 from live.models import LiveTurn, LiveTurnStatus
-from tests import live_turns_support
 from tests.ast_support import APPS
+from tests.live import live_turns_support
+from tests.live.live_turns_support import SCRIPTED, check_events_equal_get, post_turn, run_turn
 from tests.live_support import cite, parse_sse, script, step, text, tool_use, tool_use_raw, wait_for_turns
-from tests.live_turns_support import SCRIPTED, check_events_equal_get, post_turn, run_turn
 
-#: maya's API client (tests/live_turns_support.py), bound here: it replaces pytest-django's `client`
+#: maya's API client (tests/live/live_turns_support.py), bound here: it replaces pytest-django's `client`
 #: for this module only.
 client = live_turns_support.client
 

@@ -12,11 +12,11 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from live.models import LiveTurn
-from tests import live_turns_support
+from tests.live import live_turns_support
+from tests.live.live_turns_support import post_turn, run_turn
 from tests.live_support import parse_sse, script, step, text
-from tests.live_turns_support import post_turn, run_turn
 
-#: maya's API client (tests/live_turns_support.py), bound here: it replaces pytest-django's `client`
+#: maya's API client (tests/live/live_turns_support.py), bound here: it replaces pytest-django's `client`
 #: for this module only.
 client = live_turns_support.client
 

@@ -1,4 +1,4 @@
-"""Fixtures for the pages' test-client tests (load with `pytest_plugins = ["tests.pages_fixtures"]`): a client
+"""The pages' test-client fixture, for every test under tests/pages/: a client
 signed in as maya."""
 
 from __future__ import annotations

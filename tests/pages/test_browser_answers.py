@@ -16,7 +16,7 @@ from finance.models import Account
 from tests.browser_fixtures import BROWSER_MARKS, SCREENSHOTS, sign_in
 from tests.factories import ChatLogFactory
 from tests.markdown_answers import IRS_URL, overview_answer
-from tests.pages_browser_support import OVERVIEW_TARGETS, SAPPHIRE
+from tests.pages.pages_browser_support import OVERVIEW_TARGETS, SAPPHIRE
 
 pytestmark = BROWSER_MARKS
 

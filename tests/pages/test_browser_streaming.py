@@ -1,5 +1,5 @@
 """Live turns streaming into a real browser: Playwright driving Debian's chromium against `live_server`
-(docs/pages.md). A recorded SSE body (tests/pages_live_urls.py) dropped, rewound, ended by an error or a 204;
+(docs/pages.md). A recorded SSE body (tests/pages/pages_live_urls.py) dropped, rewound, ended by an error or a 204;
 the recorded Markdown overview and a real rewind through the real endpoint (the real SDK against the
 recorded model), each ending equal to the stored row; a failed turn saying why.
 
@@ -14,10 +14,10 @@ from playwright.sync_api import expect
 
 from chat.models import ChatLog
 from devtools.recorded_model import load_scripts
-from tests import pages_live_urls
 from tests.browser_fixtures import BROWSER_MARKS
 from tests.markdown_answers import CARDS_SOURCE, OVERVIEW_SCRIPT, overview_answer
-from tests.pages_browser_support import EVERY_EVENT_SOURCE_CLOSED_JS, OVERVIEW_TARGETS, keep_event_sources
+from tests.pages import pages_live_urls
+from tests.pages.pages_browser_support import EVERY_EVENT_SOURCE_CLOSED_JS, OVERVIEW_TARGETS, keep_event_sources
 
 pytestmark = BROWSER_MARKS
 
@@ -34,7 +34,7 @@ def _preview_bodies(page):
     return posted, answered
 
 
-@pytest.mark.urls("tests.pages_live_urls")
+@pytest.mark.urls("tests.pages.pages_live_urls")
 def test_a_dropped_stream_resumes_after_its_last_event_and_stops_after_done(page, live_server, settings):
     settings.ANTHROPIC_CONFIGURED = True
     pages_live_urls.reset("resume")
@@ -58,7 +58,7 @@ def test_a_dropped_stream_resumes_after_its_last_event_and_stops_after_done(page
     assert page.locator("article.turn").last.evaluate(TURN_HTML_JS) == streamed
 
 
-@pytest.mark.urls("tests.pages_live_urls")
+@pytest.mark.urls("tests.pages.pages_live_urls")
 def test_a_rewind_drops_what_came_after_its_event_and_ends_equal_to_the_stored_row(page, live_server, settings):
     settings.ANTHROPIC_CONFIGURED = True
     pages_live_urls.reset("rewind", gated=True)
@@ -86,7 +86,7 @@ def test_a_rewind_drops_what_came_after_its_event_and_ends_equal_to_the_stored_r
     assert page.locator("article.turn").last.evaluate(TURN_HTML_JS) == streamed
 
 
-@pytest.mark.urls("tests.pages_live_urls")
+@pytest.mark.urls("tests.pages.pages_live_urls")
 @pytest.mark.parametrize(
     ("scenario", "message"),
     [

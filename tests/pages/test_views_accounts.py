@@ -8,9 +8,6 @@ import pytest
 
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
-pytest_plugins = ["tests.pages_fixtures"]
-
-
 pytestmark = pytest.mark.django_db
 
 

@@ -12,9 +12,6 @@ from django.test import Client
 
 from tests.factories import ChatLogFactory
 
-pytest_plugins = ["tests.pages_fixtures"]
-
-
 pytestmark = pytest.mark.django_db
 
 

@@ -12,9 +12,6 @@ import pytest
 
 from tests.factories import ChatLogFactory, ChatSessionFactory, UserFactory
 
-pytest_plugins = ["tests.pages_fixtures"]
-
-
 pytestmark = pytest.mark.django_db
 
 

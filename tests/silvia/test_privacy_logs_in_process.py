@@ -25,7 +25,7 @@ from chat.models import ChatSession
 from silvia.logging_config import build_logging
 from silvia.urls import urlpatterns as project_urlpatterns
 from tests.live_support import parse_sse, step, text
-from tests.privacy_support import (
+from tests.silvia.privacy_support import (
     _ID_KEYS,
     EXAMPLES,
     _walk,

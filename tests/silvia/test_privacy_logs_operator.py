@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 from tests.live_support import parse_sse, step, text
-from tests.privacy_support import (
+from tests.silvia.privacy_support import (
     EXAMPLES,
     assert_no_user_data,
     bad_tool_input_step,

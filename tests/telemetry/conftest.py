@@ -1,4 +1,4 @@
-"""Fixtures for the tracing tests (load with `pytest_plugins = ["tests.tracing_fixtures"]`): the spans this
+"""The tracing tests' fixture, for every test under tests/telemetry/: the spans this
 process records, in the SDK's in-memory exporter."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.factories import UserFactory
-from tests.metrics_support import EXAMPLES, ROOT, TOKEN, _samples
+from tests.telemetry.metrics_support import EXAMPLES, ROOT, TOKEN, _samples
 from tests.uvicorn_server import subprocess_database_url, uvicorn_server
 
 # --- the endpoint ----------------------------------------------------------------------------------------------

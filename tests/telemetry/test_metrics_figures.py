@@ -21,7 +21,7 @@ from citations.tools import ToolError
 from live.models import LiveTurn
 from telemetry import metrics
 from tests.factories import ChatLogFactory
-from tests.metrics_support import EXAMPLES, ROOT, TOKEN, _samples
+from tests.telemetry.metrics_support import EXAMPLES, ROOT, TOKEN, _samples
 from tools.measured import MeasuredTool
 from tools.registry import configured_tools
 

@@ -11,7 +11,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from tests.metrics_support import TOKEN, _samples
+from tests.telemetry.metrics_support import TOKEN, _samples
 
 # --- live turns in the Procfile's processes ----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.live_support import parse_sse, script, step, text, tool_use
-from tests.tracing_support import QUESTION, TASK, leaked
+from tests.telemetry.tracing_support import QUESTION, TASK, leaked
 
 ROOT = Path(__file__).resolve().parents[2]
 

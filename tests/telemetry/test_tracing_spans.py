@@ -10,10 +10,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from telemetry import genai, tracing
-from tests.tracing_support import TASK, attrs, exported_text
-
-pytest_plugins = ["tests.tracing_fixtures"]
-
+from tests.telemetry.tracing_support import TASK, attrs, exported_text
 
 # --- the pieces ------------------------------------------------------------------------------------------------
 

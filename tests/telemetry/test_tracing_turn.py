@@ -20,10 +20,7 @@ from chat.models import ChatLog
 from finance import demo_data
 from live.models import LiveTurn
 from tests.live_support import parse_sse, script, step, text, tool_use
-from tests.tracing_support import QUESTION, TASK, attrs, began, by_name, exported_text, leaked
-
-pytest_plugins = ["tests.tracing_fixtures"]
-
+from tests.telemetry.tracing_support import QUESTION, TASK, attrs, began, by_name, exported_text, leaked
 
 RECORDED_MODEL = "recorded-model-not-claude"
 MESSAGE_ID = re.compile(r"msg_rec_[0-9a-f]{20}")

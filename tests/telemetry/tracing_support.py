@@ -7,9 +7,6 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-pytest_plugins = ["tests.tracing_fixtures"]
-
-
 TASK = "chat.run_live_turn"
 QUESTION = "How much do I owe on my cards?"
 

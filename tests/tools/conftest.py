@@ -1,4 +1,4 @@
-"""Fixtures for the hostile-code tests of the sandbox (load with `pytest_plugins = ["tests.sandbox_fixtures"]`):
+"""The sandbox's fixtures for the hostile-code tests, for every test under tests/tools/:
 the real sandbox, once a module, and `execute_python` in it with small limits."""
 
 from __future__ import annotations

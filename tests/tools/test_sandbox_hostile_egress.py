@@ -15,9 +15,6 @@ from tests.sandbox_support import QUOTE, FinnhubStandIn, Trap, make_certificate,
 from tools.egress import EgressAllowlist
 from tools.python import ExecutePythonTool
 
-pytest_plugins = ["tests.sandbox_fixtures"]
-
-
 FINNHUB = ("finnhub.io", 443)
 
 

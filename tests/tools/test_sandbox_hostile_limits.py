@@ -18,8 +18,6 @@ from tools.python import MAX_FILE_BYTES, ExecutePythonTool, execute_python_tool
 from tools.registry import configured_tools
 from tools.sandbox import SandboxUnavailable, find_sandbox
 
-pytest_plugins = ["tests.sandbox_fixtures"]
-
 
 def test_fork_bomb_stops_at_the_process_limit(sandbox):
     tool = ExecutePythonTool(sandbox=sandbox, timeout_seconds=15.0, max_processes=8)

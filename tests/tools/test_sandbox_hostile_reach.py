@@ -13,9 +13,6 @@ from django.db import connection
 
 from tests.sandbox_support import Trap, run
 
-pytest_plugins = ["tests.sandbox_fixtures"]
-
-
 # What a read attempt gives: the error's class, or the bytes it read.
 TRY_READ = """\
 import json, os
