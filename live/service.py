@@ -34,7 +34,7 @@ from django.utils import timezone
 from chat.models import ChatSession
 from citations.live_events import turn_event
 from live.configured import NOT_CONFIGURED, model_configured
-from live.db import sqlite_write_lock
+from live.db import write_transaction
 from live.engine import end_stuck, fail_unstarted, turns_stuck
 from live.log import encode
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
@@ -128,7 +128,7 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
     )
     stuck: list[LiveTurn] = []
     try:
-        with sqlite_write_lock(), transaction.atomic():
+        with write_transaction():
             # One admission at a time per user (PostgreSQL locks the user's row;
             # SQLite's IMMEDIATE transactions already run one at a time).
             get_user_model().objects.select_for_update().filter(pk=user.pk).first()
