@@ -34,7 +34,7 @@ class ChatConfig(AppConfig):
         # pglast, httpx) is imported where it is used, so `manage.py` commands,
         # cron jobs and every process's start do not pay seconds of CPU for it
         # (docs/decisions.md#start-up-imports-nothing-only-a-turn-needs;
-        # tests/test_startup.py keeps it so).
+        # tests/silvia/test_startup.py keeps it so).
         connection_created.connect(_register_sqlite_functions, dispatch_uid="chat.sqlite_functions")
         if any(database.get("OPTIONS", {}).get("pool") for database in settings.DATABASES.values()):
             request_finished.connect(_sample_pool, dispatch_uid="telemetry.metrics.sample_pool")

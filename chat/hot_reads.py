@@ -8,7 +8,7 @@ at six times its floor. So on PostgreSQL each is written once here, from
 the models' own table and column names, and run on a cursor (rows made
 models by `Model.from_db`); on SQLite (one process, a laptop) `chat.selectors`, the one way in, runs
 the querysets instead (`available()`). This module imports nothing of `chat.selectors`.
-`tests/test_hot_reads.py` holds each statement to its queryset on any rows (a hypothesis property).
+`tests/chat/test_hot_reads.py` holds each statement to its queryset on any rows (a hypothesis property).
 
 Raw: bench/orm_vs_raw.py, "hot reads".
 

@@ -9,7 +9,7 @@ the answer, the inline citations, the summary and the turn's
 `TurnRegistry`; `result()` is what the turn stores. A live turn stores
 exactly what it streamed because both come from this one object, and an
 import of the same turn gives the same result because it feeds the same
-methods (`tests/test_assembler.py` holds the two together).
+methods (`tests/citations/test_assembler_recorded.py` holds the two together).
 
 Rules (docs/turns.md): the answer is the text of the turn's text blocks,
 joined with nothing inside a model step and with `"\\n\\n"` between steps (a

@@ -1,7 +1,7 @@
 """The events a live turn streams: their names and payloads, declared once (docs/live.md#starting-a-turn).
 
 Every SSE event the service writes is built here, by one constructor per
-event; no other module spells an event name. `tests/test_live_events.py`
+event; no other module spells an event name. `tests/citations/test_live_events.py`
 checks the event table of docs/live.md against `EventName` and
 `DATA_KEYS`, and `chat.api.schema` describes each payload in the OpenAPI
 schema from the same names.

@@ -2,7 +2,7 @@
 
 The ids are the ones `examples/turns` cite (Plaid's 37-character ids,
 SnapTrade and manual UUIDs), so the example answers and the demo data agree;
-`tests/test_finance_demo.py` checks that every account id the examples'
+`tests/finance/test_demo.py` checks that every account id the examples'
 SQL rows carry is seeded for the same user with the same label and source.
 `finance.demo.seed_demo_finance` writes them.
 """

@@ -34,7 +34,7 @@ from citations.assembler import SourceTexts, TurnAssembler, replay
 from citations.live_events import StreamEvent, rewind_event
 from citations.registry import CHECKPOINT_KEY, TurnRegistry
 from citations.turn import TurnRecordError, parse_turn_record
-from live.db import sqlite_write_lock
+from live.db import one_writer
 from live.log import LostTurnError
 from live.models import LiveTurn
 from telemetry import tracing
@@ -157,7 +157,7 @@ def resume_rewind(state: TurnState, last_seq: int) -> StreamEvent | None:
 @tracing.traced("save_checkpoint")
 def save_checkpoint(turn_id: uuid.UUID, token: uuid.UUID, state: TurnState) -> None:
     """Store the state after a tool round; `LostTurnError` when this worker no longer owns the turn."""
-    with sqlite_write_lock():
+    with one_writer():
         updated = LiveTurn.objects.running_for_worker(turn_id, token).update(checkpoint=state.to_json())
     if not updated:
         raise LostTurnError(str(turn_id))

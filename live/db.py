@@ -5,8 +5,10 @@
   `UPDATE` of the turn (the worker's token, the log's last id), the `INSERT`
   of the events and the `NOTIFY` that carries them to the streams
   (`live.wakeups`), each only when the `UPDATE` matched. On SQLite the same
-  through the ORM in one transaction, under `sqlite_write_lock`; no `NOTIFY`:
-  streams poll.
+  through the ORM in one `write_transaction`; no `NOTIFY`: streams poll.
+- `write_transaction()`: every write transaction of a live turn (`transaction.atomic()`, and on SQLite this
+  process's writers one at a time); `one_writer()` the same order without a transaction, for a function
+  whose writes are each their own. No other module asks which database it runs on for a live turn.
 - `notify_turn`: a turn that ended by its status alone wakes its streams.
 - `listens()`: whether streams are woken by `NOTIFY` (PostgreSQL) or poll.
 
@@ -30,7 +32,7 @@ from django.utils import timezone
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.wakeups import NOTIFY_CHANNEL, notify_payload
 
-__all__ = ["append_batch", "listens", "notify_turn", "sqlite_write_lock"]
+__all__ = ["append_batch", "listens", "notify_turn", "one_writer", "write_transaction"]
 
 #: `(seq, event, data)`: one event of the log, its `data` the JSON text sent.
 Row = tuple[int, str, str]
@@ -45,8 +47,10 @@ _sqlite_lock = threading.RLock()
 
 
 @contextlib.contextmanager
-def sqlite_write_lock() -> Iterator[None]:
-    """On SQLite, one writer at a time within this process; nothing on PostgreSQL (it locks rows).
+def one_writer() -> Iterator[None]:
+    """This process's writers one at a time where the database has one write lock (SQLite); nothing on
+    PostgreSQL (it locks rows). Reentrant. For writes that are each their own transaction; a transaction
+    is `write_transaction()`.
 
     SQLite has one write lock per database; threads that wait for it in
     SQLite's busy handler sleep in growing steps (up to 100 ms), which would
@@ -61,6 +65,15 @@ def sqlite_write_lock() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def write_transaction() -> Iterator[None]:
+    """A live turn's write transaction: `transaction.atomic()` inside `one_writer()` (on SQLite the
+    process's lock is taken before `BEGIN`; on PostgreSQL only the transaction). Raises what the
+    transaction raises; nested, it is a savepoint as `atomic()` is."""
+    with one_writer(), transaction.atomic():
+        yield
+
+
 def append_batch(
     turn_id: uuid.UUID, token: uuid.UUID, rows: list[Row], *, after: int, finish: Mapping[str, Any] | None = None
 ) -> bool:
@@ -71,7 +84,7 @@ def append_batch(
     last = after + len(rows)
     if connection.vendor == "postgresql":
         return _append_postgresql(turn_id, token, rows, after=after, last=last, finish=finish)
-    with sqlite_write_lock(), transaction.atomic():
+    with write_transaction():
         updated = (
             LiveTurn.objects.running_for_worker(turn_id, token)
             .filter(last_seq=after)

@@ -30,7 +30,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from citations.live_events import error_event
-from live.db import notify_turn, sqlite_write_lock
+from live.db import notify_turn, write_transaction
 from live.log import encode, turn_fail
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
@@ -49,7 +49,7 @@ def turn_acquire(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> uuid.U
     Raises the database's errors (`DatabaseError`): the task retries through the engine.
     """
     token = uuid.uuid4()
-    with sqlite_write_lock(), transaction.atomic():
+    with write_transaction():
         turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
         if turn is None:
             return None
@@ -83,7 +83,7 @@ def fail_unstarted(turn_id: uuid.UUID, kind: str, message: str, *, task_id: uuid
     the turn was queued again, leaves it to its own task, as `turn_acquire` does.
     """
     event = error_event(kind=kind, message=message)
-    with sqlite_write_lock(), transaction.atomic():
+    with write_transaction():
         turn = LiveTurn.objects.select_for_update().filter(pk=turn_id, status=LiveTurnStatus.QUEUED).first()
         if turn is None:
             return False

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from chat.models import ChatLog, ChatSession
 from chat.replica import note_user_writes
-from live.db import sqlite_write_lock
+from live.db import write_transaction
 from live.models import LiveTurn, LiveTurnEvent
 from live.stops import TurnEndedError, turn_stop
 
@@ -92,7 +91,7 @@ def session_delete(*, user: Any, session_id: uuid.UUID, dry_run: bool = False) -
         # Its open streams end with the `stopped` event only if they read it before the rows go: NOTIFY
         # wakes a stream at once (PostgreSQL, ASGI); one that polls reads every LIVE_TURN_POLL_SECONDS.
         time.sleep(settings.LIVE_TURN_POLL_SECONDS + 0.1)
-    with sqlite_write_lock(), transaction.atomic():
+    with write_transaction():
         # Children first, each one statement: events, live turns, turns, the session.
         erased = Erased(
             events=events.delete()[0],

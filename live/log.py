@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from citations.live_events import StreamEvent, error_event
 from citations.text import storable_json
-from live.db import append_batch, notify_turn, sqlite_write_lock
+from live.db import append_batch, notify_turn, one_writer
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 __all__ = [
@@ -120,7 +120,7 @@ def turn_fail(turn_id: uuid.UUID, *, kind: str, message: str, token: uuid.UUID |
     running = LiveTurn.objects.filter(pk=turn_id, status=LiveTurnStatus.RUNNING)
     if token is not None:
         running = running.filter(worker_token=token)
-    with sqlite_write_lock():
+    with one_writer():
         for _ in range(3):  # a worker may append meanwhile: read its last id again
             held = running.values_list("worker_token", "last_seq").first()
             if held is None:

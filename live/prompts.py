@@ -3,7 +3,7 @@
 The v5 citation table has one row per tool, generated from the tools' specs
 (`citations.citable.TOOL_SPECS`: name and `prompt_sources`), so a tool is
 described to the model where it is declared. The legacy prompt is frozen
-history: `tests/test_prompts.py` pins its text byte for byte.
+history: `tests/tools/test_tool_specs.py` pins its text byte for byte.
 """
 
 from __future__ import annotations

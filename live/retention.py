@@ -19,10 +19,9 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from django.db import transaction
 from django.db.models import QuerySet
 
-from live.db import sqlite_write_lock
+from live.db import write_transaction
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 __all__ = ["old_turns_prune", "turn_events_pruned", "turn_logs_prune"]
@@ -37,7 +36,7 @@ def _delete_in_batches(rows: QuerySet, batch_size: int) -> int:
     model = rows.model
     total = 0
     while True:
-        with sqlite_write_lock(), transaction.atomic():
+        with write_transaction():
             ids = list(rows.order_by("pk").values_list("pk", flat=True)[:batch_size])
             deleted = model.objects.filter(pk__in=ids).delete()[0] if ids else 0
         if not ids:
@@ -53,7 +52,7 @@ def turn_logs_prune(*, now: dt.datetime, keep: dt.timedelta, batch_size: int) ->
     checkpoints = 0
     kept = ended.filter(created_at__lt=cutoff, checkpoint__isnull=False)
     while True:
-        with sqlite_write_lock(), transaction.atomic():
+        with write_transaction():
             ids = list(kept.order_by("pk").values_list("pk", flat=True)[:batch_size])
             if ids:
                 checkpoints += LiveTurn.objects.filter(pk__in=ids).update(checkpoint=None)

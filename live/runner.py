@@ -35,7 +35,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from chat.services import save_assembled_turn
@@ -53,7 +53,7 @@ from citations.live_events import (
 from citations.tools import ToolExecutor
 from citations.turn import TurnRecordError
 from live.checkpoint import TurnState, load_state, resume_rewind, save_checkpoint
-from live.db import sqlite_write_lock
+from live.db import write_transaction
 from live.errors import ModelStreamCutError, TurnFailure, failure_from_exception, where_raised
 from live.log import LostTurnError, append_events, encode, turn_fail
 from live.model_client import model_client, model_request_timed
@@ -291,7 +291,7 @@ class TurnRunner:
         stop_reason = str(message.get("stop_reason"))
         self.flush()  # every event before these is in the log
         try:
-            with tracing.span("save_turn"), sqlite_write_lock(), transaction.atomic():
+            with tracing.span("save_turn"), write_transaction():
                 saved = save_assembled_turn(
                     turn_id=self.turn.id,
                     session_id=self.turn.session_id,

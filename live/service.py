@@ -39,7 +39,7 @@ from django.utils import timezone
 from chat.models import ChatSession
 from citations.live_events import turn_event
 from live.configured import NOT_CONFIGURED, model_configured
-from live.db import sqlite_write_lock
+from live.db import write_transaction
 from live.engine import end_stuck, fail_unstarted, turns_stuck
 from live.log import encode, release_connection
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
@@ -136,7 +136,7 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
     )
     stuck: list[LiveTurn] = []
     try:
-        with sqlite_write_lock(), transaction.atomic():
+        with write_transaction():
             # One admission at a time per user (PostgreSQL locks the user's row;
             # SQLite's IMMEDIATE transactions already run one at a time).
             get_user_model().objects.select_for_update().filter(pk=user.pk).first()
@@ -194,7 +194,7 @@ def _mark_sent(turn: LiveTurn) -> None:
     its first task then does nothing."""
     unsent = LiveTurn.objects.filter(pk=turn.pk, task_id=turn.task_id, sent_at__isnull=True)
     try:
-        with sqlite_write_lock(), transaction.atomic():
+        with write_transaction():
             free = unsent.select_for_update(skip_locked=True).values("pk")
             LiveTurn.objects.filter(pk__in=free).update(sent_at=timezone.now())
     except DatabaseError as error:

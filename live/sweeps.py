@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from live.db import sqlite_write_lock
+from live.db import one_writer
 from live.engine import sweep_stuck_turns
 from live.models import LiveTurn, LiveTurnStatus
 from live.service import QueueUnavailableError, enqueue
@@ -47,7 +47,7 @@ def resend_unsent(now: dt.datetime | None = None) -> int:
     sent = 0
     for turn in list(unsent.only("id", "task_id")):
         new_task = uuid.uuid4()
-        with sqlite_write_lock():
+        with one_writer():
             taken = LiveTurn.objects.filter(
                 pk=turn.pk, status=LiveTurnStatus.QUEUED, sent_at__isnull=True, task_id=turn.task_id
             ).update(task_id=new_task)
@@ -69,7 +69,7 @@ def requeue_orphans() -> int:
     requeued = 0
     for turn in list(LiveTurn.objects.active()):
         turn.task_id = uuid.uuid4()
-        with sqlite_write_lock():
+        with one_writer():
             changed = LiveTurn.objects.filter(pk=turn.pk, status__in=[turn.status]).update(task_id=turn.task_id)
         if changed:
             enqueue(turn)

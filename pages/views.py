@@ -138,7 +138,7 @@ def session_delete(request: HttpRequest, session_id: str) -> HttpResponse:
 
 def _render_answer(answer: str, inline: object, names: dict[str, str], *, partial: bool = False) -> Any:
     # Imported here: markdown-it-py and nh3 load with the first answer a page shows, not at
-    # start-up (`manage.py check`, a worker's boot: tests/test_startup.py).
+    # start-up (`manage.py check`, a worker's boot: tests/silvia/test_startup.py).
     from pages.markdown import render_answer
 
     return render_answer(answer, inline, account_names=names, partial=partial)

@@ -6,7 +6,7 @@ with SQLite's busy timeout at 30 s (`connect_args`, which the transport
 hands to SQLAlchemy's `create_engine`). kombu's own channel does the
 messaging: a put is one committed row, a get takes the oldest visible row
 inside `BEGIN IMMEDIATE` (SQLite's write lock) and marks it taken, so each
-message is handed over whole, exactly once (`tests/test_embedded_broker.py`
+message is handed over whole, exactly once (`tests/silvia/test_embedded_broker.py`
 puts and gets many at once across processes). The subclass sets two things
 through kombu's public API only:
 

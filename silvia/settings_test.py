@@ -17,7 +17,7 @@ if "devtools" not in _base.INSTALLED_APPS:
     INSTALLED_APPS = [*_base.INSTALLED_APPS, "devtools"]
 
 # The manifest (hashed names) exists only after `collectstatic`; the suite
-# renders admin pages without running it. tests/test_deploy.py checks the
+# renders admin pages without running it. tests/silvia/test_settings_deploy.py checks the
 # production storage through a real collectstatic and uvicorn.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -20,7 +20,7 @@ Three kinds of figures:
 - **sampled**: the database pool's use (`sample_pool`, after requests and around a worker's tasks).
 
 This module is imported only by what records or serves a figure (never at
-`django.setup()`: tests/test_startup.py), so a command that records nothing
+`django.setup()`: tests/silvia/test_startup.py), so a command that records nothing
 pays nothing.
 """
 

@@ -7,7 +7,7 @@ a clone runs every rule. Where `../shared/cases` exists beside the project,
 its cases are read too as an extra check: any whose content (all but `why`)
 is not already a vector runs as well, with the id `shared: <why>`.
 
-This is the one module that reads the workspace folder (tests/test_vectors.py
+This is the one module that reads the workspace folder (tests/project/test_vectors.py
 checks it). `SILVIA_SHARED_CASES=<folder>` reads another one; a folder that
 does not exist runs the suite as a clone does (docs/testing.md).
 """

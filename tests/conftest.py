@@ -120,7 +120,7 @@ def live_worker(django_db_setup, django_db_blocker):
     (`celery.contrib.testing.worker.start_worker`, a thread of this process running
     the threads pool), on kombu's in-memory transport, running the production task
     `chat.run_live_turn`. Settings overridden in a test reach the turns it runs.
-    The Procfile's real processes are tested in tests/test_live_engine.py."""
+    The Procfile's real processes are tested in tests/live/test_engine.py."""
     import uuid
 
     from celery.contrib.testing.worker import start_worker

@@ -1,6 +1,6 @@
 """Helpers for sandbox tests: the real sandbox, a TLS stand-in for Finnhub on loopback, a listener that
 records who connected, processes found by a marker in their command line, and running code that prints
-JSON (the sandbox's fixtures are tests/sandbox_fixtures.py)."""
+JSON (the sandbox's fixtures are tests/tools/conftest.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 `ChatSessionDetailSerializer` defines the response (and the OpenAPI schema).
 This module produces the same bytes at a fraction of the cost, from an
 explicit column list (`SESSION_COLUMNS`, `MESSAGE_COLUMNS`) that
-`tests/test_api_rendering.py` ties to the serializers: a field added to one
+`tests/chat/test_api_rendering.py` ties to the serializers: a field added to one
 without the other fails a test, not a request.
 
 - `citations` and `inline_citations` are served exactly as stored, so their
@@ -174,7 +174,7 @@ def datetime_converter(field: serializers.DateTimeField) -> Callable[[Any], Any]
     that zone and left to orjson (`OPT_UTC_Z`), which writes it as DRF does
     (`isoformat()`, `+00:00` as `Z`) at a fraction of the cost; an offset
     orjson would round (seconds: old local mean times), a naive value or any
-    other format goes through the field itself. `tests/test_api_rendering.py`
+    other format goes through the field itself. `tests/chat/test_api_rendering.py`
     checks the two agree for any datetime and time zone.
     """
     represent = field.to_representation

@@ -13,7 +13,7 @@
    this migration then skips them.
 
 Frozen history: the SQL below is carried here, not imported from app code
-(`tests/test_admin_queries.py` checks that the trigram expression still
+(`tests/chat/test_admin_queries.py` checks that the trigram expression still
 matches `chat.citation_queries.SOURCES_TEXT_SQL`).
 """
 

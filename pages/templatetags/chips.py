@@ -27,7 +27,7 @@ def answer(rendered: AnswerHtml, id_prefix: str) -> SafeString:
     fragment a live turn swaps in).
     """
     # Imported here: `manage.py check` loads every tag library, and markdown-it-py and nh3
-    # should load with the first answer shown, not at start-up (tests/test_startup.py).
+    # should load with the first answer shown, not at start-up (tests/silvia/test_startup.py).
     from pages.markdown import ANSWER_MAX_CITATIONS, SLOT
 
     ids = (f"{id_prefix}-{n}" for n in itertools.count(1))

@@ -10,11 +10,10 @@ import pytest
 
 from chat.admin import display as admin_display
 from chat.services import record_turn
-from tests.admin_support import LIST_URL, change_url, listed
+from tests.chat.admin_support import LIST_URL, change_url, listed
 from tests.factories import ChatLogFactory
 from tests.support_turns import CASES
 
-pytest_plugins = ["tests.admin_fixtures"]
 pytestmark = pytest.mark.django_db
 
 

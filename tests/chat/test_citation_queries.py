@@ -18,7 +18,7 @@ from chat.models import ChatLog
 from chat.selectors import chat_logs_with_support_counts
 from chat.services import record_turn
 from citations.support import SUPPORT_STATUSES, UNCHECKED, support_status
-from tests.admin_queries_support import _raw_insert
+from tests.chat.admin_queries_support import _raw_insert
 from tests.factories import ChatSessionFactory
 from tests.support_turns import CASES
 

@@ -17,7 +17,7 @@ from chat.replica import REPLICA, ReplicaRouter, remember_write_count, replica_r
 from chat.services import TurnRecordError, record_turn
 from finance.models import Account
 from live.models import LiveTurn
-from tests.test_services import _minimal_record
+from tests.chat.test_services import _minimal_record
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,8 @@ from django.db import connection
 
 from live.admission import BUSY_DETAIL, AdmissionGate, busy_response_parts, pool_shortfall, warn_if_pool_small
 from live.models import LiveTurn
+from tests.live.stuck_support import env_for, token_for
 from tests.procfile import Stack, embedded_env
-from tests.stuck_support import env_for, token_for
 
 # --- the gate alone ----------------------------------------------------------------------------
 

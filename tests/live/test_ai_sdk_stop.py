@@ -19,8 +19,8 @@ import pytest
 from chat.models import ChatLog
 from live.models import LiveTurn, LiveTurnStatus
 from live.stops import STOPPED, STOPPED_MESSAGE
-from tests import ai_sdk_live_support
 from tests.ai_sdk_support import ROOT, need_node
+from tests.live import ai_sdk_live_support
 from tests.live_support import script, step, text
 
 stream = ai_sdk_live_support.stream

@@ -15,9 +15,9 @@ from rest_framework.test import APIClient
 from chat.models import ChatLog, ChatSession, UserWriteMark
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from tests.factories import ChatLogFactory, ChatSessionFactory
+from tests.live.live_turns_support import client, post_turn  # noqa: F401 (the fixture)
 from tests.live.test_stops import Stream, wait_for
 from tests.live_support import step, text
-from tests.live_turns_support import client, post_turn  # noqa: F401 (the fixture)
 
 
 def live_turn(session_id, user, status=LiveTurnStatus.DONE, events=3, turn_id=None) -> LiveTurn:

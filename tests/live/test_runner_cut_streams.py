@@ -17,9 +17,9 @@ import pytest
 from chat.models import ChatLog
 from devtools.recorded_stream import message_events
 from live.models import LiveTurn, LiveTurnStatus
-from tests import live_turns_support
+from tests.live import live_turns_support
+from tests.live.live_turns_support import SCRIPTED, check_events_equal_get, post_turn, run_turn
 from tests.live_support import parse_frames, parse_sse, script, step, text, tool_use, wait_for_turns
-from tests.live_turns_support import SCRIPTED, check_events_equal_get, post_turn, run_turn
 
 client = live_turns_support.client
 

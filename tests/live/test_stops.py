@@ -18,8 +18,8 @@ from chat.models import ChatLog, ChatSession
 from live.engine import turn_acquire
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.stops import STOPPED, STOPPED_MESSAGE
+from tests.live.live_turns_support import client, post_turn  # noqa: F401 (the fixture)
 from tests.live_support import parse_frames, step, text, tool_use
-from tests.live_turns_support import client, post_turn  # noqa: F401 (the fixture)
 
 LONG = "You owe $1,500 across your two cards. " * 40
 LET_GO = re.compile(r"turn (\S+) stopped by its user: its worker let go (\d+) ms after the stop")

@@ -25,9 +25,7 @@ import pytest
 
 from chat.models import ChatLog
 from live.models import LiveTurn, LiveTurnStatus
-from tests.live_support import SSEClient
-from tests.procfile import Stack, embedded_env, rabbitmq_env
-from tests.stuck_support import (
+from tests.live.stuck_support import (
     Turn,
     consecutive,
     env_for,
@@ -37,6 +35,8 @@ from tests.stuck_support import (
     token_for,
     wait_for,
 )
+from tests.live_support import SSEClient
+from tests.procfile import Stack, embedded_env, rabbitmq_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,10 +17,10 @@ from citations.support import SUPPORT_STATUSES
 from live.checkpoint import TurnState
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.tasks import run_live_turn
-from tests import live_turns_support
 from tests.cases import golden_params
+from tests.live import live_turns_support
+from tests.live.live_turns_support import check_events_equal_get, run_turn
 from tests.live_support import SQL_OUTPUTS, cite, script, step, text, tool_use, wait_for_turns
-from tests.live_turns_support import check_events_equal_get, run_turn
 from tests.support_turns import CASES, TOOL_FACTORIES, live_steps
 
 
@@ -31,7 +31,7 @@ def _live_counts() -> dict[str, float]:
     }
 
 
-#: maya's API client (tests/live_turns_support.py), bound here for this module.
+#: maya's API client (tests/live/live_turns_support.py), bound here for this module.
 client = live_turns_support.client
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,9 +17,6 @@ from pages.markdown import ANSWER_MAX_CITATIONS
 from pages.views import CLIENT_LEFT, PREVIEW_MAX_CHARS, PREVIEW_MAX_CITATIONS
 from tests.factories import ChatLogFactory, ChatSessionFactory
 
-pytest_plugins = ["tests.pages_fixtures"]
-
-
 # The conversation page's delete action (issue 39; docs/pages.md#deleting-a-conversation): a confirmation page,
 
 

@@ -2,7 +2,7 @@
 processes DML and membership in the SQL tool's reader role, nothing else; without that membership the SQL tool's
 refusal, a log line and `/readyz` name the real cause.
 
-Like tests/test_database_role.py: a throwaway owner role and database (deploy/database-role.sql), migrated as the
+Like tests/deploy/test_database_role.py: a throwaway owner role and database (deploy/database-role.sql), migrated as the
 owner with the real `manage.py migrate`, then the runtime role made by the documented file, run with `psql` as the
 owner, and `manage.py shell` as the runtime role. `.ci/run` also runs the SQL tool's tests and a live turn as it.
 """
@@ -20,9 +20,9 @@ from psycopg import sql
 
 from finance.sql_postgres import READER_MISSING
 from finance.view_sql import role_names
+from tests.deploy.test_database_role import _database_connection, _manage, documented_role  # noqa: F401 (the fixture)
 from tests.finance_data import MAYA_IDS, SAM_IDS
 from tests.pg_admin import suite_url
-from tests.test_database_role import _database_connection, _manage, documented_role  # noqa: F401 (the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RUNTIME_SQL = ROOT / "deploy" / "runtime-role.sql"

@@ -12,8 +12,8 @@ from prometheus_client import REGISTRY
 
 from chat.services import record_turn
 from citations.support import SUPPORT_STATUSES
-from tests.metrics_support import EXAMPLES
 from tests.support_turns import CASES
+from tests.telemetry.metrics_support import EXAMPLES
 
 pytestmark = pytest.mark.django_db
 
