@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
-
-from django.conf import settings
 
 from chat.models import ChatLog, ChatSession
 from chat.replica import note_user_writes
@@ -82,15 +79,11 @@ def session_delete(*, user: Any, session_id: uuid.UUID, dry_run: bool = False) -
         return None
     if dry_run:
         return Erased(sessions.count(), logs.count(), live_turns.count(), events.count())
-    stopped = False
     for turn_id in live_turns.active().values_list("pk", flat=True):
         with contextlib.suppress(TurnEndedError):  # it ended meanwhile
             turn_stop(user=user, turn_id=turn_id)
-            stopped = True
-    if stopped:
-        # Its open streams end with the `stopped` event only if they read it before the rows go: NOTIFY
-        # wakes a stream at once (PostgreSQL, ASGI); one that polls reads every LIVE_TURN_POLL_SECONDS.
-        time.sleep(settings.LIVE_TURN_POLL_SECONDS + 0.1)
+    # Its open streams end with `stopped` whether they read the stop's event before the rows go or find the
+    # turn gone after (live.stream.VANISHED): no wait here.
     with write_transaction():
         # Children first, each one statement: events, live turns, turns, the session.
         erased = Erased(

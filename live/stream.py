@@ -49,6 +49,7 @@ from live.log import events_after, release_connection
 from live.models import ACTIVE_STATUSES, LiveTurn
 from live.slots import STREAM_SLOTS, StreamSlots
 from live.sse import KEEPALIVE, format_retry, format_sse
+from live.stops import STOPPED, STOPPED_MESSAGE
 from live.wakeups import Feed, turn_feeds
 
 __all__ = [
@@ -70,6 +71,10 @@ logger = logging.getLogger(__name__)
 BATCH = 1000  # events read at most per query
 
 Row = tuple[int, str, str]
+
+#: The `error` a stream ends with when its turn's rows are gone while it reads (a session deleted during its
+#: turn is stopped first, SPEC 16; erased): the stop's own, whichever event the stream had read last.
+VANISHED: dict[str, str] = {"type": STOPPED, "message": STOPPED_MESSAGE}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +104,8 @@ def read_log(turn_id: uuid.UUID, after: int) -> tuple[list[Row], bool, Any]:
         if rows:
             return rows, False, None
         status = LiveTurn.objects.filter(pk=turn_id).values_list("status", "error").first()
+        if status is None and not events_after(turn_id, after, limit=1):
+            return [], True, VANISHED  # its session was deleted (stopped first), or it was erased
         if status is not None and status[0] in ACTIVE_STATUSES:
             return [], False, None
         rows = events_after(turn_id, after, limit=BATCH)
@@ -131,8 +138,11 @@ class Tail:
         return self._ui_frames(chunks)
 
     def ended(self, error: Any) -> bytes:
-        """The turn ended by its status alone: the AI SDK stream still gets its error, then `[DONE]`."""
+        """The turn ended by its status alone: the AI SDK stream still gets its error, then `[DONE]`. A turn
+        whose rows are gone (`VANISHED`) ends ours with that `error` event too."""
         self.over = True
+        if self.ui is None and error is VANISHED:
+            return format_sse(self.after + 1, EventName.ERROR, orjson.dumps({"error": error}).decode())
         if self.ui is None or self.ui.ended:
             return b""
         data = {"error": error if isinstance(error, dict) else {"type": "internal_error", "message": ""}}
