@@ -378,7 +378,7 @@ def _one_turn(processes: Processes, token: str, rng: random.Random, stop_at: flo
     body = json.dumps({"message": client.message})
     while not client.turn_id and time.monotonic() < stop_at + 60:
         status, headers = _request(
-            rng.choice(processes.ports("stream")),
+            _port(processes, "stream", rng),
             "POST",
             f"/api/chat/sessions/{client.session_id}/turns/",
             token,
@@ -394,7 +394,7 @@ def _one_turn(processes: Processes, token: str, rng: random.Random, stop_at: flo
             time.sleep(float(headers.get("Retry-After", headers.get("retry-after", "0.5"))) if status > 0 else 0.5)
     while client.turn_id and not client.over and time.monotonic() < stop_at + 120:
         status, headers = _request(
-            rng.choice(processes.ports("stream")),
+            _port(processes, "stream", rng),
             "GET",
             f"/api/chat/turns/{client.turn_id}/events",
             token,
@@ -411,7 +411,13 @@ def _one_turn(processes: Processes, token: str, rng: random.Random, stop_at: flo
     client.finished = time.monotonic() - started if client.over else None
     for _ in range(50):  # the session as the web process serves it
         status, _ = _request(
-            processes.ports("web")[0], "GET", f"/api/chat/sessions/{client.session_id}/", token, None, {}, Client(token)
+            _port(processes, "web", rng),
+            "GET",
+            f"/api/chat/sessions/{client.session_id}/",
+            token,
+            None,
+            {},
+            Client(token),
         )
         if status > 0 and status < 500:
             break
@@ -419,6 +425,17 @@ def _one_turn(processes: Processes, token: str, rng: random.Random, stop_at: flo
             fives.append(status)
         time.sleep(0.2)
     return client
+
+
+def _port(processes: Processes, kind: str, rng: random.Random) -> int:
+    """A running `kind` process's port; while every one of that kind is being started again after a kill, wait
+    for one (at most 60 s: a process that does not come back ends the run)."""
+    deadline = time.monotonic() + 60
+    while not (ports := processes.ports(kind)):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no {kind} process came back within 60 s")
+        time.sleep(0.1)
+    return rng.choice(ports)
 
 
 def chaos(args: argparse.Namespace, processes: Processes, tokens: list[str]) -> bool:
