@@ -63,7 +63,7 @@ from live.prompts import system_prompt
 from live.stops import closing_on_stop, watching
 from live.tool_calls import tool_result
 from live.writer import EventWriter
-from telemetry import metrics, tracing  # this module loads with the first turn only (tests/test_startup.py)
+from telemetry import metrics, tracing  # this module loads with the first turn only (tests/silvia/test_startup.py)
 from tools.registry import configured_tools
 
 __all__ = ["run_turn"]

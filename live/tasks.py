@@ -24,7 +24,7 @@ def _task_id(value: object) -> uuid.UUID | None:
 
 # A shared task binds to the app the process configured (`silvia.celery`, loaded by the
 # worker's `-A silvia.celery` and by the web entry points `silvia.asgi`/`silvia.wsgi`):
-# `live` does not import `silvia` (apps import one way, tests/test_layering.py).
+# `live` does not import `silvia` (apps import one way, tests/project/test_layering.py).
 @shared_task(name="chat.run_live_turn", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_live_turn(self: Any, turn_id: str) -> None:
     """Take the turn and run it to its end; idempotent under redelivery.
