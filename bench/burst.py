@@ -174,6 +174,24 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
 # --- the clients ---------------------------------------------------------------------------------
 
 
+class SSEFrame:
+    """The SSE lines of one stream read so far: the current event's `id` and name, until its `data` line."""
+
+    def __init__(self) -> None:
+        self.seq, self.name = 0, ""
+
+    def line(self, line: bytes, client: Client, started: float) -> bool:
+        """Take one line of the stream into `client`; whether the turn is over (the stream can stop here)."""
+        if line.startswith(b"id: "):
+            self.seq = int(line[4:])
+        elif line.startswith(b"event: "):
+            self.name = line[7:].strip().decode()
+        elif line.startswith(b"data: ") and self.name:
+            client.take(self.seq, self.name, line[6:], started)
+            return client.over
+        return False
+
+
 class Client:
     """One turn as a client sees it: the POST's status line time and headers, the events read (each `rewind`
     applied by `answer()`), whether the server ended a stream before its last event, and when `done` came."""
@@ -221,16 +239,10 @@ class Client:
 
 
 async def _read_events(reader: asyncio.StreamReader, client: Client, started: float) -> None:
-    seq, name = 0, None
+    frame = SSEFrame()
     while line := await reader.readline():
-        if line.startswith(b"id: "):
-            seq = int(line[4:])
-        elif line.startswith(b"event: "):
-            name = line[7:].strip().decode()
-        elif line.startswith(b"data: ") and name:
-            client.take(seq, name, line[6:], started)
-            if client.over:
-                return
+        if frame.line(line, client, started):
+            return
 
 
 async def _post_async(port: int, client: Client, started: float) -> None:
@@ -351,16 +363,10 @@ def _request(port: int, method: str, path: str, token: str, body: str | None, ex
         if response.status != 200 or not response.getheader("content-type", "").startswith("text/event-stream"):
             response.read()
             return response.status, dict(response.getheaders())
-        seq, name = 0, None
+        frame = SSEFrame()
         while line := response.readline():
-            if line.startswith(b"id: "):
-                seq = int(line[4:])
-            elif line.startswith(b"event: "):
-                name = line[7:].strip().decode()
-            elif line.startswith(b"data: ") and name:
-                client.take(seq, name, line[6:], started)
-                if client.over:
-                    break
+            if frame.line(line, client, started):
+                break
         if not client.over:
             client.cut += 1
         return 200, dict(response.getheaders())
