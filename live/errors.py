@@ -13,7 +13,7 @@ import traceback
 
 import anthropic
 
-__all__ = ["ModelStreamCutError", "TurnFailure", "failure_from_exception", "where_raised"]
+__all__ = ["ModelStreamCutError", "TurnFailure", "failure_from_error_event", "failure_from_exception", "where_raised"]
 
 MESSAGES = {
     "overloaded_error": "The assistant is overloaded right now. Please try again in a moment.",
@@ -66,6 +66,15 @@ def _status_kind(status: int, body_type: object) -> str:
     if status >= 500:
         return "api_error"
     return "invalid_request_error"
+
+
+def failure_from_error_event(body: object) -> TurnFailure:
+    """The failure a Messages API `error` event mid-stream names (`body`: its `data`, parsed; None when it was
+    no JSON): `{"type": "error", "error": {"type": "overloaded_error", ...}}` is `overloaded_error`, a type we
+    do not know (or no type, or one that is no string) `api_error`. As the SDK's `APIStatusError` for it would
+    be classified by `failure_from_exception`: the stream's status is 200."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return TurnFailure(_status_kind(200, error.get("type") if isinstance(error, dict) else None))
 
 
 def failure_from_exception(error: BaseException) -> TurnFailure:

@@ -7,16 +7,25 @@ send; it also builds the step's final message (what the API would return
 unstreamed), which goes back to the model, into the turn record and into
 the `message` event.
 
-Why the raw stream (`messages.create(stream=True)`) and not the SDK's
-`messages.stream()` helper, whose accumulator builds the final message for
-us: that accumulator parses each tool input with jiter as it arrives, and a
-lone surrogate in the input makes it raise a ValueError that quotes the
-whole input (account ids included) and ends the stream. Here a tool input is
-parsed once, when its block ends, with the stdlib; an input that is no JSON
-object or holds a NUL or a lone surrogate becomes an `is_error` tool result
-(docs/live.md#failures) and the turn goes on. Everything else is copied as
-the SDK does: block dicts as sent, text appended, citations listed,
-`message_delta` setting the stop reason and the cumulative usage.
+The stream is read raw: `messages.with_streaming_response.create(stream=True)`,
+the SDK's documented interface to the HTTP response (its request, headers,
+retries and errors as for any call), and `read(lines)` takes the response's
+lines (`APIResponse.iter_lines()`) as the Messages API's server-sent events,
+each event's `data` parsed once with orjson into the JSON object the API sent.
+Why not the SDK's event objects (`messages.create(stream=True)`): building a
+pydantic model for every event, and our `to_dict` of it, was about half the
+CPU of a turn's worker (issue 36, bench/README.md#cpu-per-turn-issue-36), and
+the `messages.stream()` helper's accumulator parses each tool input with jiter
+as it arrives, so a lone surrogate in the input makes it raise a ValueError
+that quotes the whole input (account ids included) and ends the stream. Here a
+tool input is parsed once, when its block ends, with the stdlib; an input that
+is no JSON object or holds a NUL or a lone surrogate becomes an `is_error`
+tool result (docs/live.md#failures) and the turn goes on. Everything else is
+copied as the SDK does: block dicts as sent, text appended, citations listed,
+`message_delta` setting the stop reason and the cumulative usage. Events are
+read as the SDK reads them: by their SSE `event:` name, `ping` and nameless
+ones skipped, `error` ending the step as the failure its type names
+(`live.errors.failure_from_error_event`).
 
 A step is `complete` only once `message_stop` arrived after a `message_delta`
 gave a stop reason (SPEC 11): a stream that simply ends (a dropped
@@ -28,25 +37,33 @@ object, a null `text`, `partial_json`, `content_block` or `usage`, a bare
 `message_start`, a block index out of range) is skipped and counted in
 `skipped_fields` by its place (`"citations_delta.citation"`, ...: names of
 ours, never what the model wrote); a citation that is no object is also
-counted by the assembler as a citation of a type it does not record. Objects
-are read with the SDK's `to_dict(warnings=False)`: pydantic's serializer
-warnings would quote the value they found (a tool input, an account name)
-into the `py.warnings` log.
+counted by the assembler as a citation of a type it does not record; an
+event whose `data` is no JSON object is skipped as `event.data`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+import orjson
+from anthropic.types import CitationsDelta
 
 from citations.assembler import TurnAssembler
 from citations.live_events import StreamEvent
 from citations.text import storable_json, text_problem
+from live.errors import failure_from_error_event
 
 __all__ = ["MAX_TOKENS", "PAUSE_TURN", "TOOL_USE", "StepStream", "tool_use_cut_off"]
 
 TOOL_USE, PAUSE_TURN, MAX_TOKENS = "tool_use", "pause_turn", "max_tokens"
 _TOOL_INPUT_BLOCKS = ("tool_use", "server_tool_use")
+#: The `citations_delta` field that holds the citation, as the SDK's type declares it (the word is also one of
+#: our events' names, which live/ spells only through `EventName`).
+_CITATION_FIELD = next(name for name in CitationsDelta.model_fields if name != "type")
+#: SSE events the SDK skips: a keep-alive, and none of the Messages API's.
+_SKIPPED_EVENTS = ("ping", "")
 
 
 class StepStream:
@@ -72,12 +89,53 @@ class StepStream:
         """Whether the stream ended as the API ends a message: `message_stop`, with a stop reason given."""
         return self._stopped and self.message.get("stop_reason") is not None
 
-    def feed(self, event: Any) -> list[StreamEvent]:
-        """Handle one raw stream event; unknown event and block types are kept or skipped, never an error."""
-        kind = getattr(event, "type", None)
+    def read(self, body: Iterable[bytes]) -> Iterator[StreamEvent]:
+        """Read a Messages API event stream, `body` its bytes as they come (`APIResponse.iter_bytes()`), and
+        `feed` each event's `data`; yields the events to send, as they come.
+
+        Server-sent events (the WHATWG format): lines end at CRLF, LF or CR and nowhere else (not at U+2028
+        or a form feed, which a text may hold: why not `iter_lines`, which splits there too); `event:` and
+        `data:` fields, a blank line ends an event, a `data` of several lines is joined by newlines, an event
+        the stream's end cuts off is dropped. As the SDK: an event with no name, and `ping`, are skipped;
+        `error` raises `TurnFailure` (its type's kind, `live.errors.failure_from_error_event`). Raises what
+        reading `body` raises (a dropped connection).
+        """
+        name, data = "", []  # type: tuple[str, list[str]]
+        for line in _lines(body):
+            if line:
+                field, _, value = line.partition(":")
+                value = value[1:] if value[:1] == " " else value
+                if field == "event":
+                    name = value
+                elif field == "data":
+                    data.append(value)
+                continue
+            if data and name not in _SKIPPED_EVENTS:
+                yield from self._event(name, "\n".join(data))
+            name, data = "", []
+
+    def _event(self, name: str, data: str) -> list[StreamEvent]:
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:  # also an escaped lone surrogate, which the stdlib reads (text replaces it)
+            try:
+                event = json.loads(data)
+            except ValueError:
+                event = None
+        if name == "error":
+            raise failure_from_error_event(event)
+        if not isinstance(event, dict):
+            self._skip("event.data")
+            return []
+        return self.feed(event)
+
+    def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
+        """Handle one stream event (its `data`, a JSON object); unknown event and block types are kept or
+        skipped, never an error."""
+        kind = event.get("type")
         content: list[dict[str, Any]] = self.message["content"]
         if kind == "message_start":
-            message = self._object(getattr(event, "message", None), "message_start.message")
+            message = self._object(event.get("message"), "message_start.message")
             self.message = {**(message or {}), "type": "message", "role": "assistant", "content": []}
             return self.assembler.start_step()
         if kind == "message_stop":
@@ -90,7 +148,7 @@ class StepStream:
         if index is None:
             return []
         if kind == "content_block_start":
-            block = self._object(getattr(event, "content_block", None), "content_block_start.content_block")
+            block = self._object(event.get("content_block"), "content_block_start.content_block")
             if block is None:
                 return []
             if index == len(content):
@@ -100,7 +158,8 @@ class StepStream:
                 self._inputs[index] = ""
             return self.assembler.block_start(index, block)
         if kind == "content_block_delta":
-            return self._delta(content[index], index, getattr(event, "delta", None))
+            delta = self._object(event.get("delta"), "content_block_delta.delta")
+            return [] if delta is None else self._delta(content[index], index, delta)
         if kind == "content_block_stop":
             if index in self._inputs:
                 self._parse_input(content[index], self._inputs.pop(index))
@@ -117,9 +176,9 @@ class StepStream:
     def stop_reason(self) -> str | None:
         return self.message.get("stop_reason")
 
-    def _message_delta(self, event: Any) -> None:
-        delta = self._object(getattr(event, "delta", None), "message_delta.delta") or {}
-        usage = self._object(getattr(event, "usage", None), "message_delta.usage") or {}
+    def _message_delta(self, event: dict[str, Any]) -> None:
+        delta = self._object(event.get("delta"), "message_delta.delta") or {}
+        usage = self._object(event.get("usage"), "message_delta.usage") or {}
         self.message.update({key: value for key, value in delta.items() if value is not None})
         self.message.setdefault("stop_reason", None)
         if not isinstance(self.message["stop_reason"], str | None):
@@ -131,8 +190,8 @@ class StepStream:
             **{k: v for k, v in usage.items() if v is not None},
         }
 
-    def _delta(self, block: dict[str, Any], index: int, delta: Any) -> list[StreamEvent]:
-        kind = getattr(delta, "type", None)
+    def _delta(self, block: dict[str, Any], index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        kind = delta.get("type")
         if kind == "text_delta":
             text = self._string(delta, "text", "text_delta.text")
             if text is None:
@@ -140,7 +199,7 @@ class StepStream:
             block["text"] = block.get("text", "") + text
             return self.assembler.text(index, text)
         if kind == "citations_delta":
-            raw = _citation_of(delta)
+            raw = delta.get(_CITATION_FIELD)
             citation = self._object(raw, "citations_delta.citation")
             if citation is None:  # counted by the assembler too, as a citation of a type it does not record
                 return self.assembler.citation(index, raw)
@@ -164,27 +223,25 @@ class StepStream:
         self.skipped_fields[place] = self.skipped_fields.get(place, 0) + 1
 
     def _object(self, value: Any, place: str) -> dict[str, Any] | None:
-        """`value` as a JSON object (an SDK model through its public `to_dict`), or None, counted at `place`."""
-        if hasattr(value, "to_dict"):
-            value = value.to_dict(mode="json", warnings=False)
+        """`value` when it is a JSON object, else None, counted at `place`."""
         if isinstance(value, dict):
             return value
         self._skip(place)
         return None
 
-    def _string(self, holder: Any, name: str, place: str) -> str | None:
-        value = getattr(holder, name, None)
+    def _string(self, holder: dict[str, Any], name: str, place: str) -> str | None:
+        value = holder.get(name)
         if isinstance(value, str):
             return value
         self._skip(place)
         return None
 
-    def _index(self, event: Any, kind: Any, bound: int) -> int | None:
+    def _index(self, event: dict[str, Any], kind: Any, bound: int) -> int | None:
         """A block event's `index` when it names a block of this step (`0 <= index < bound`), else None,
         counted; for another event kind, None."""
         if kind not in ("content_block_start", "content_block_delta", "content_block_stop"):
             return None
-        index = getattr(event, "index", None)
+        index = event.get("index")
         if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < bound:
             return index
         self._skip(f"{kind}.index")
@@ -208,13 +265,19 @@ class StepStream:
             self.tool_input_problems[str(block.get("id"))] = problem
 
 
-def _citation_of(delta: Any) -> Any:
-    """A `citations_delta`'s citation as the SDK holds it, or None when it has none (read by attribute: the
-    field's name is also one of our events', which live/ spells only through `EventName`)."""
-    try:
-        return delta.citation
-    except AttributeError:
-        return None
+def _lines(body: Iterable[bytes]) -> Iterator[str]:
+    """The lines of an event stream's body, without their ends (CRLF, LF or CR: `bytes.splitlines` splits at
+    these only), decoded as UTF-8 (an invalid byte becomes U+FFFD). The last line of a chunk waits for the next
+    unless it ends with LF (a CR may be the first half of a CRLF); at the body's end a line ended by CR is
+    yielded, one with no end dropped (it can end no event)."""
+    rest = b""
+    for chunk in body:
+        lines = (rest + chunk).splitlines(keepends=True)
+        rest = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        for line in lines:
+            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+    if rest.endswith(b"\r"):
+        yield rest[:-1].decode("utf-8", "replace")
 
 
 def _input_problem(value: dict[str, Any]) -> str | None:

@@ -222,18 +222,18 @@ class TurnRunner:
         answer_chars = len(self.state.assembler.answer)
         with (
             model_request_timed(request, step),
-            model_client().messages.create(**request, stream=True) as stream,
-            closing_on_stop(self.turn.id, stream.response),  # a stop ends a read that waits (live.stops)
+            # The raw response, read by `StepStream.read` (why: live/model_step.py).
+            model_client().messages.with_streaming_response.create(**request, stream=True) as response,
+            closing_on_stop(self.turn.id, response.http_response),  # a stop ends a read that waits (live.stops)
         ):
             try:
-                for raw in stream:
-                    for event in step.feed(raw):
-                        if event.name == EventName.TEXT:
-                            # The cap as the answer streams, not at the save: a 20 MB answer never reaches a client.
-                            answer_chars += len(event.data["text"])
-                            if answer_chars > settings.TURN_MAX_TEXT_CHARS:
-                                raise TurnFailure("answer_too_long")
-                        self.emit(event)
+                for event in step.read(response.iter_bytes()):
+                    if event.name == EventName.TEXT:
+                        # The cap as the answer streams, not at the save: a 20 MB answer never reaches a client.
+                        answer_chars += len(event.data["text"])
+                        if answer_chars > settings.TURN_MAX_TEXT_CHARS:
+                            raise TurnFailure("answer_too_long")
+                    self.emit(event)
             except (LostTurnError, TurnFailure):
                 raise
             except Exception as error:

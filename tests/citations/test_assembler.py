@@ -50,9 +50,8 @@ def test_a_case_streamed_gives_its_support_in_the_events_and_the_result(model, c
         model.load([{"name": "case", "steps": [{"message": dict(event.message)}]}])
         step = StepStream(assembler)
         request = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}]}
-        with client.messages.create(**request, stream=True) as stream:  # type: ignore[call-overload]
-            for raw in stream:
-                sent += step.feed(raw)
+        with client.messages.with_streaming_response.create(**request, stream=True) as response:  # type: ignore[call-overload]
+            sent += step.read(response.iter_bytes())
         sent += step.finish()
     assert _row(assembler.result()) == case["expect"]
     assert [e.data["citation"] for e in sent if e.name == "citation"] == case["expect"]["inline_citations"]

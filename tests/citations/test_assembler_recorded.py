@@ -1,7 +1,7 @@
 """The one turn assembler, fed whole blocks (an import) or deltas (a live turn): equal results (docs/turns.md).
 
 The delta side is real: each model step of a case is served by the recorded
-model (devtools/) over HTTP, read by the official SDK's raw stream and fed to
+model (devtools/) over HTTP, read by the official SDK's raw response and fed to
 the assembler by the live turn's own adapter (`live.model_step`), as a
 live turn does. No database.
 """
@@ -54,9 +54,8 @@ def streamed(model: RecordedModelServer, record: dict[str, Any]) -> tuple[Assemb
         model.load([{"name": "case", "steps": [{"message": dict(event.message)}]}])
         step = StepStream(assembler)
         request = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "q"}]}
-        with client.messages.create(**request, stream=True) as stream:  # type: ignore[call-overload]
-            for raw in stream:
-                sent += step.feed(raw)
+        with client.messages.with_streaming_response.create(**request, stream=True) as response:  # type: ignore[call-overload]
+            sent += step.read(response.iter_bytes())
         sent += step.finish()
     return assembler.result(), sent
 

@@ -1,19 +1,20 @@
 """`live.model_step.StepStream` driven directly with stream events (SPEC 11, issue 38): a step is complete only at
 `message_stop` with a stop reason; a field in the wrong shape is skipped and counted by its place, never an
-error; a block index out of range is refused. Events are what the SDK's raw stream yields: objects with the
-event's attributes, nested objects as the JSON the SDK's `to_dict` gives."""
+error; a block index out of range is refused. Events are each event's `data` as the API sends it, a JSON object;
+`StepStream.read` takes them as the raw response's bytes (server-sent events)."""
 
 from __future__ import annotations
 
-import warnings
-from types import SimpleNamespace as Event
 from typing import Any
 
 import pytest
 
 from citations.assembler import NOT_AN_OBJECT, TurnAssembler
 from citations.registry import TurnRegistry
+from live.errors import TurnFailure
 from live.model_step import StepStream
+
+Event = dict  # an event's `data`: Event(type="message_stop") is {"type": "message_stop"}
 
 MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [], "usage": {}}
 
@@ -129,12 +130,100 @@ def test_a_citation_that_is_no_object_is_counted_as_a_citation_type_not_recorded
     assert "citations" not in step.message["content"][0]
 
 
-def test_sdk_models_are_read_without_pydantic_warnings_that_would_quote_their_values():
-    """A model whose field holds the wrong type: its `to_dict` warns, quoting the value, unless told not to."""
-    from anthropic.types import TextBlock
+def _sse(*events: tuple[str, Any]) -> list[str]:
+    """The lines of an event stream: `event:`, `data:`, a blank line (`_body` makes them bytes)."""
+    import json
 
-    block = TextBlock.construct(type="text", text={"account": "Roth IRA 1234"})  # not validated, as the SDK builds
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a warning would fail the test
-        step, _ = _feed(_start(), _block(0, block), _stop_block(0), _delta(), STOP)
-    assert step.message["content"][0]["text"] == {"account": "Roth IRA 1234"}
+    lines: list[str] = []
+    for name, data in events:
+        lines += [f"event: {name}", f"data: {data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)}", ""]
+    return lines
+
+
+WHOLE = [_start(), _block(0), _text(0, "Hello "), _text(0, "there."), _stop_block(0), _delta(), STOP]
+
+
+def _body(lines: list[str], *, end: str = "\n", size: int = 0) -> list[bytes]:
+    """`lines` as a body: each ended by `end`, cut into chunks of `size` bytes (0: one chunk)."""
+    data = "".join(line + end for line in lines).encode()
+    return [data[i : i + size] for i in range(0, len(data), size)] if size else [data]
+
+
+def _read(lines: list[str], **body: Any) -> tuple[StepStream, list[Any]]:
+    step = StepStream(TurnAssembler(TurnRegistry()))
+    return step, list(step.read(_body(lines, **body)))
+
+
+def test_reading_the_event_stream_is_feeding_its_events():
+    step, sent = _read(_sse(*((event["type"], event) for event in WHOLE)))
+    fed, fed_sent = _feed(*WHOLE)
+    assert step.complete and step.message == fed.message and _texts(sent) == "Hello there." == _texts(fed_sent)
+
+
+def test_pings_comments_nameless_events_and_a_cut_last_event_are_skipped_as_the_sdk_skips_them():
+    lines = [
+        ": a comment line",
+        *_sse(("message_start", _start())),
+        *_sse(("ping", {"type": "ping"})),
+        "data: " + '{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "no name"}}',
+        "",
+        *_sse(*((event["type"], event) for event in WHOLE[1:])),
+        "event: content_block_delta",
+        'data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "cut"}}',
+    ]
+    step, sent = _read(lines)
+    assert _texts(sent) == "Hello there." and step.complete and step.skipped_fields == {}
+
+
+def test_data_of_several_lines_is_joined_by_newlines_as_sse_says():
+    start = ["event: message_start", 'data: {"type": "message_start",', 'data: "message": {"id": "msg_9"}}', ""]
+    step, _ = _read([*start, *_sse(*((event["type"], event) for event in WHOLE[1:]))])
+    assert step.message["id"] == "msg_9" and step.complete
+
+
+@pytest.mark.parametrize("data", ["{not json", "[1, 2]", '"a string"'])
+def test_an_event_whose_data_is_no_json_object_is_skipped_and_counted(data):
+    lines = [*_sse(*((event["type"], event) for event in WHOLE[:3])), *_sse(("content_block_delta", data))]
+    step, sent = _read([*lines, *_sse(*((event["type"], event) for event in WHOLE[3:]))])
+    assert step.skipped_fields == {"event.data": 1} and _texts(sent) == "Hello there." and step.complete
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        ({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "overloaded_error"),
+        ({"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}, "rate_limit_error"),
+        ({"type": "error", "error": {"type": "a_new_kind", "message": "?"}}, "api_error"),
+        ({"type": "error", "error": {"type": {"an": "object"}}}, "api_error"),
+        ("<html>not json</html>", "api_error"),
+    ],
+)
+def test_an_error_event_ends_the_step_as_the_failure_its_type_names(data, kind):
+    step = StepStream(TurnAssembler(TurnRegistry()))
+    events = step.read(_body([*_sse(("message_start", _start())), *_sse(("error", data))]))
+    with pytest.raises(TurnFailure) as raised:
+        list(events)
+    assert raised.value.kind == kind and not step.complete
+
+
+def test_an_escaped_lone_surrogate_is_read_as_the_sdk_reads_it_and_the_text_keeps_u_fffd():
+    delta = '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a \\ud800 b"}}'
+    lines = [*_sse(*((event["type"], event) for event in WHOLE[:2])), *_sse(("content_block_delta", delta))]
+    step, sent = _read([*lines, *_sse(*((event["type"], event) for event in WHOLE[4:]))])
+    assert step.skipped_fields == {} and step.complete
+    assert _texts(sent) == "a \ufffd b" and step.assembler.replaced == 1
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("size", [0, 1, 7])
+def test_lines_end_at_crlf_lf_or_cr_whatever_the_chunks(end, size):
+    step, sent = _read(_sse(*((event["type"], event) for event in WHOLE)), end=end, size=size)
+    assert step.complete and _texts(sent) == "Hello there." and step.skipped_fields == {}
+
+
+def test_a_text_holding_line_and_paragraph_separators_and_a_form_feed_is_one_line_of_data():
+    """U+2028, U+2029, U+0085 and a form feed end a line for `str.splitlines` (and `iter_lines`), not for SSE."""
+    odd = "Line\u2028separator, paragraph\u2029next\u0085and a form feed\x0c."
+    events = [*WHOLE[:2], _text(0, odd), *WHOLE[4:]]
+    step, sent = _read(_sse(*((event["type"], event) for event in events)), size=5)
+    assert _texts(sent) == odd and step.complete
