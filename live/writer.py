@@ -17,7 +17,19 @@ from telemetry import tracing
 if TYPE_CHECKING:
     from opentelemetry.context import Context
 
-__all__ = ["EventWriter"]
+__all__ = ["EventWriter", "batch_interval"]
+
+
+def batch_interval(turns: int, *, least: float) -> float:
+    """The seconds between two batches of a turn when this process runs `turns` turns: `least` (0: every
+    event on its own), grown so the process writes at most `LIVE_TURN_BATCHES_PER_SECOND` batches a second,
+    up to `LIVE_TURN_FLUSH_MAX_SECONDS` (never below `least`; a rate of 0 or less: `least` always). At 100 a
+    second: up to 5 turns 0.05 s; 10: 0.1 s; 20: 0.2 s; 25 or more: 0.25 s."""
+    if least <= 0:
+        return 0.0
+    rate = settings.LIVE_TURN_BATCHES_PER_SECOND
+    grown = turns / rate if rate > 0 else least
+    return max(least, min(grown, settings.LIVE_TURN_FLUSH_MAX_SECONDS))
 
 
 class EventWriter:
@@ -25,12 +37,21 @@ class EventWriter:
 
     Consecutive `text` events are merged into one before the batch is written
     (and before the merged event gets its id), so the log, and every client,
-    holds the merged event. A batch is written at most every `interval`
-    seconds (`LIVE_TURN_FLUSH_SECONDS`): an event that comes after a quiet
-    spell (the first text of a step) is written at once; the others wait for
-    the next write, done by the turn's thread when its next event comes, or
-    by this process's flusher thread when the model goes quiet first. One
-    transaction, one `INSERT` and one `NOTIFY` per batch.
+    holds the merged event. A batch is written at most every `interval()`
+    seconds: an event that comes after a quiet spell (the first text of a
+    step) is written at once; the others wait for the next write, done by the
+    turn's thread when its next event comes, or by this process's flusher
+    thread when the model goes quiet first. One statement (an `UPDATE`, an
+    `INSERT` and a `NOTIFY`) per batch.
+
+    The interval grows with the turns this process runs (`batch_interval`):
+    `LIVE_TURN_FLUSH_SECONDS` while they are few, so the process writes at
+    most `LIVE_TURN_BATCHES_PER_SECOND` batches a second in all, up to
+    `LIVE_TURN_FLUSH_MAX_SECONDS`. A batch costs the same CPU however many
+    events it holds (the worker's statement, PostgreSQL's, each stream
+    process's notification and frames): under load a turn's text comes in
+    fewer, larger pieces instead of costing more (docs/live.md#batches).
+    `interval` given: that fixed interval (tests).
 
     No connection is kept between batches: each borrows one from the pool and
     gives it back, so a running turn holds a database connection only while
@@ -43,15 +64,22 @@ class EventWriter:
 
     def __init__(self, turn_id: uuid.UUID, token: uuid.UUID, *, after: int, interval: float | None = None) -> None:
         self.turn_id, self.token, self.written = turn_id, token, after
-        self.interval = settings.LIVE_TURN_FLUSH_SECONDS if interval is None else interval
+        self._fixed = interval
+        base = settings.LIVE_TURN_FLUSH_SECONDS if interval is None else interval
         self._pending: list[StreamEvent] = []
         self._lock = threading.Lock()
         self._last_write = -math.inf
         self._error: BaseException | None = None
         # The flusher's batches go in the trace of the turn (docs/metrics.md#traces): its thread has none.
         self._trace_parent = tracing.current_context()
-        if self.interval > 0:
+        if base > 0:
             _flusher.add(self)
+
+    def interval(self) -> float:
+        """Seconds at least between two batches of this turn, now (see the class)."""
+        if self._fixed is not None:
+            return self._fixed
+        return batch_interval(_flusher.writers(), least=settings.LIVE_TURN_FLUSH_SECONDS)
 
     def put(self, event: StreamEvent) -> None:
         """Hold `event` for the next batch (merged into the held `text` before it), writing the batch when due."""
@@ -62,7 +90,7 @@ class EventWriter:
                 pending[-1] = text_event(pending[-1].data["text"] + event.data["text"])
             else:
                 pending.append(event)
-            if time.monotonic() - self._last_write >= self.interval:
+            if time.monotonic() - self._last_write >= self.interval():
                 self._write()
 
     def flush(self) -> None:
@@ -77,7 +105,7 @@ class EventWriter:
         if not self._lock.acquire(blocking=False):
             return  # the turn's thread is writing
         try:
-            if self._pending and self._error is None and now - self._last_write >= self.interval:
+            if self._pending and self._error is None and now - self._last_write >= self.interval():
                 try:
                     self._write(trace_parent=self._trace_parent)
                 except BaseException as error:  # the turn's thread raises it at its next event
@@ -124,6 +152,10 @@ class _Flusher:
                 self._thread = threading.Thread(target=self._run, name="live-turn-flusher", daemon=True)
                 self._thread.start()
 
+    def writers(self) -> int:
+        """How many turns of this process write events now."""
+        return len(self._writers)
+
     def discard(self, writer: EventWriter) -> None:
         with self._lock:
             self._writers.discard(writer)
@@ -135,7 +167,7 @@ class _Flusher:
             self._busy.wait()
             with self._lock:
                 writers = list(self._writers)
-            tick = min((writer.interval for writer in writers), default=0.05) / 4
+            tick = min((writer.interval() for writer in writers), default=0.05) / 4
             now = time.monotonic()
             for writer in writers:
                 writer.flush_due(now)

@@ -317,6 +317,10 @@ LIVE_TURN_CUT_STREAM_RETRIES = env.int("LIVE_TURN_CUT_STREAM_RETRIES", default=2
 LIVE_TURN_MESSAGE_MAX_CHARS = env.int("LIVE_TURN_MESSAGE_MAX_CHARS", default=20000)
 LIVE_TOOL_TIMEOUT_SECONDS = env.float("LIVE_TOOL_TIMEOUT_SECONDS", default=30.0)
 LIVE_TURN_FLUSH_SECONDS = env.float("LIVE_TURN_FLUSH_SECONDS", default=0.05)
+# Under load a batch covers more time: a process writes at most this many batches a second in all, each turn's
+# interval growing up to the max (live/writer.py, docs/live.md#batches-under-load).
+LIVE_TURN_BATCHES_PER_SECOND = env.float("LIVE_TURN_BATCHES_PER_SECOND", default=100.0)
+LIVE_TURN_FLUSH_MAX_SECONDS = env.float("LIVE_TURN_FLUSH_MAX_SECONDS", default=0.25)
 LIVE_TURN_POLL_SECONDS = env.float("LIVE_TURN_POLL_SECONDS", default=0.2)
 LIVE_TURN_KEEPALIVE_SECONDS = env.float("LIVE_TURN_KEEPALIVE_SECONDS", default=15.0)
 # A worker reads this often whether the turns it runs were stopped (live/stops.py, docs/live.md#stopping-a-turn).

@@ -20,9 +20,50 @@ from live.engine import turn_acquire
 from live.log import LostTurnError
 from live.models import LiveTurn, LiveTurnEvent
 from live.wakeups import TurnFeeds, notify_payload, parse_payload
-from live.writer import EventWriter
+from live.writer import EventWriter, batch_interval
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.parametrize(
+    ("turns", "least", "expected"),
+    [
+        (1, 0.05, 0.05),
+        (10, 0.05, 0.05),
+        (20, 0.05, 0.1),
+        (40, 0.05, 0.2),
+        (50, 0.05, 0.25),
+        (100, 0.05, 0.25),
+        (100, 0.5, 0.5),
+        (100, 0.0, 0.0),
+    ],
+)
+def test_the_batch_interval_grows_with_the_turns_of_the_process_to_its_bound(settings, turns, least, expected):
+    """At most 200 batches a second in all (LIVE_TURN_BATCHES_PER_SECOND), up to 0.25 s, never below `least`."""
+    settings.LIVE_TURN_BATCHES_PER_SECOND, settings.LIVE_TURN_FLUSH_MAX_SECONDS = 200, 0.25
+    assert batch_interval(turns, least=least) == pytest.approx(expected)
+
+
+def test_with_no_rate_the_interval_stays_the_least(settings):
+    settings.LIVE_TURN_BATCHES_PER_SECOND = 0
+    assert batch_interval(500, least=0.05) == 0.05
+
+
+def test_a_writer_s_interval_follows_the_writers_of_its_process(settings, maya):
+    settings.LIVE_TURN_FLUSH_SECONDS, settings.LIVE_TURN_BATCHES_PER_SECOND = 0.05, 200
+    settings.LIVE_TURN_FLUSH_MAX_SECONDS = 0.25
+    turn, token = running_turn(maya)
+    writers = [EventWriter(turn.id, token, after=1) for _ in range(30)]  # 30 turns' writers, with the test's own
+    try:
+        assert writers[0].interval() == pytest.approx(0.15)
+    finally:
+        for writer in writers:
+            writer.close()
+    alone = EventWriter(turn.id, token, after=1)
+    try:
+        assert alone.interval() == 0.05
+    finally:
+        alone.close()
 
 
 def running_turn(user) -> tuple[LiveTurn, uuid.UUID]:
