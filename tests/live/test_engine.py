@@ -226,8 +226,14 @@ def test_forty_turns_of_twenty_users_with_a_worker_killed(recorded_model_server,
         prober.start()
         for thread in threads:
             thread.start()
-        # Mid-way: once some turns are stored and others run on both workers.
+        # Mid-way: once some turns are stored and the worker to be killed runs some (its log says a task was
+        # received and did not yet succeed: Celery's INFO lines, per task).
         wait_for(lambda: ChatLog.objects.count() >= 6, timeout=120, what="the first stored turns")
+        wait_for(
+            lambda: workers[0].output().count("] received") > workers[0].output().count("] succeeded"),
+            timeout=120,
+            what="a turn running on the worker to be killed",
+        )
         running_before_kill = LiveTurn.objects.filter(status=LiveTurnStatus.RUNNING).count()
         workers[0].kill()
         for thread in threads:

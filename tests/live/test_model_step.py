@@ -136,7 +136,8 @@ def _sse(*events: tuple[str, Any]) -> list[str]:
 
     lines: list[str] = []
     for name, data in events:
-        lines += [f"event: {name}", f"data: {data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)}", ""]
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)  # U+2028 etc. kept raw
+        lines += [f"event: {name}", f"data: {text}", ""]
     return lines
 
 
