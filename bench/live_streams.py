@@ -260,7 +260,7 @@ def _turns(port: int, tokens: list[str]) -> list[str]:
     """Run one turn per token to its end; their turn ids."""
     from bench.live_turns import Stream
 
-    streams = [Stream(port, token) for token in tokens]
+    streams = [Stream(port, token, come_back=True) for token in tokens]
     _run_streams(streams)
     return [s.events[0][2]["turn_id"] for s in streams if s.ok]
 
@@ -270,12 +270,12 @@ def _start_turns(port: int, tokens: list[str]) -> tuple[list[threading.Thread], 
     each turn sent its first event."""
     from bench.live_turns import Stream
 
-    streams = [Stream(port, token) for token in tokens]
+    streams = [Stream(port, token, come_back=True) for token in tokens]
     threads = [threading.Thread(target=s.run) for s in streams]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 120
-    while any(not s.events and s.status in (0, 200) for s in streams) and time.monotonic() < deadline:
+    while any(not s.events and s.status in (0, 200, 503) for s in streams) and time.monotonic() < deadline:
         time.sleep(0.02)
     return threads, [s.events[0][2]["turn_id"] for s in streams if s.events]
 

@@ -107,19 +107,26 @@ class Stream:
 
     `run()` POSTs the turn; a stream cut off (its server killed) reconnects with `resume(port)`, from the
     last id it read (`Last-Event-ID`), as a client does. `answer()` is the text it holds, each `rewind`
-    applied."""
+    applied. `come_back`: a POST refused with `503` is sent again after its `Retry-After` (at most 1 s here),
+    as the AI SDK's clients and ask.js do, up to 30 times (the setup of bench/live_streams.py); without it a
+    refusal is the stream's end (what a level of this bench counts as an error)."""
 
-    def __init__(self, port: int, token: str) -> None:
-        self.port, self.token = port, token
+    def __init__(self, port: int, token: str, *, come_back: bool = False) -> None:
+        self.port, self.token, self.come_back = port, token, come_back
         self.status = 0
         self.events: list[tuple[float, str, Any]] = []
         self.ids: list[int] = []
         self.started = 0.0
+        self.detail = ""  # a refusal's detail
 
     def run(self) -> None:
         self.started = time.perf_counter()
         body = json.dumps({"message": "fees?"})
-        self._read("POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", body, {})
+        for _ in range(30 if self.come_back else 1):
+            self._read("POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", body, {})
+            if self.status != 503:
+                break
+            time.sleep(1.0)
 
     def resume(self, port: int) -> None:
         self.port = port
@@ -133,6 +140,8 @@ class Stream:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             self.status = response.status
+            if self.status != 200:
+                self.detail = str(json.loads(response.read() or b"{}").get("detail", ""))[:60]
             name, seq = None, 0
             while self.status == 200:
                 line = response.readline()
@@ -388,6 +397,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         first: dict[int, list[float]] = {n: [] for n in args.levels}
         done: dict[int, list[float]] = {n: [] for n in args.levels}
         errors: dict[int, int] = dict.fromkeys(args.levels, 0)
+        error_kinds: dict[str, int] = {}
+        events_read: dict[int, list[float]] = {n: [] for n in args.levels}  # text merged per batch: fewer under load
         idle: list[float] = []
         loaded: list[float] = []
         meter = CpuMeter(streams_, [web], workers, postgres=not args.sqlite)
@@ -414,7 +425,15 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
                     cpu[level][kind] = cpu[level].get(kind, 0.0) + seconds
                 ok = [s for s in streams if s.ok]
                 errors[level] += len(streams) - len(ok)
+                for s in streams:
+                    if not s.ok:  # what went wrong, by kind: the status, or the last event and its error type
+                        last = s.events[-1] if s.events else None
+                        kind = f"{s.status} {last[1] if last else s.detail or 'no event'}"
+                        if last is not None and last[1] == "error":
+                            kind += f" {last[2].get('error', {}).get('type')}"
+                        error_kinds[kind] = error_kinds.get(kind, 0) + 1
                 if ok:
+                    events_read[level].append(statistics.mean(len(s.events) for s in ok))
                     first[level].append(statistics.median(s.events[0][0] - s.started for s in ok))
                     done[level].append(statistics.median(s.events[-1][0] - s.started for s in ok))
             print(f"  round {round_index + 1}: " + ", ".join(f"{n}: {ms(done[n][-1]).strip()}" for n in args.levels))
@@ -451,6 +470,12 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         )
         pool_timeouts = stack.logs().count("PoolTimeout")
         print(f"PoolTimeout in the processes' logs: {pool_timeouts}")
+        print(
+            "events a client read per turn (batches merge text): "
+            + ", ".join(f"{n}: {statistics.mean(v):.1f}" for n, v in events_read.items() if v)
+        )
+        if error_kinds:
+            print("errors by kind: " + ", ".join(f"{kind} x{count}" for kind, count in sorted(error_kinds.items())))
 
         failed = sum(errors.values()) + pool_timeouts
         if args.kill_turns and rabbit and len(workers) > 1:
