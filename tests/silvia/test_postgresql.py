@@ -142,3 +142,23 @@ def test_requests_after_every_pooled_connection_was_closed_are_answered_at_once(
         assert max(seconds for _, seconds in answers) < 2.5, answers
     finally:
         stack.close()
+
+
+def test_an_idle_connection_is_checked_only_once_the_server_spoke_on_it():
+    """The check's round trip is skipped for a connection the server sent nothing (silvia/postgresql/base.py):
+    a terminated backend's `FATAL` and close make its socket readable."""
+    from silvia.postgresql.base import _spoke
+
+    db = settings.DATABASES["default"]
+    conninfo = psycopg.conninfo.make_conninfo(
+        dbname=db["NAME"], user=db["USER"], host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432
+    )
+    with psycopg.connect(conninfo, autocommit=True) as idle:
+        pid = idle.info.backend_pid
+        assert _spoke(idle) is False  # nothing arrived: taken as it is
+        _terminate(pid)
+        deadline = time.monotonic() + 10
+        while not _spoke(idle):  # the FATAL and the close arrive a moment after the backend left
+            assert time.monotonic() < deadline, "the terminated connection's socket never became readable"
+            time.sleep(0.01)
+    assert _spoke(idle) is True  # closed: cannot be asked, so it is checked (and replaced)
