@@ -9,12 +9,12 @@ the `message` event.
 
 The stream is read raw: `messages.with_streaming_response.create(stream=True)`,
 the SDK's documented interface to the HTTP response (its request, headers,
-retries and errors as for any call), and `read(lines)` takes the response's
-lines (`APIResponse.iter_lines()`) as the Messages API's server-sent events,
+retries and errors as for any call), and `read(body)` takes the response's
+bytes (`APIResponse.iter_bytes()`) as the Messages API's server-sent events,
 each event's `data` parsed once with orjson into the JSON object the API sent.
 Why not the SDK's event objects (`messages.create(stream=True)`): building a
-pydantic model for every event, and our `to_dict` of it, was about half the
-CPU of a turn's worker (issue 36, bench/README.md#cpu-per-turn-issue-36), and
+pydantic model for every event, and our `to_dict` of it, was about a quarter
+of a turn's worker CPU (issue 36, bench/README.md#cpu-per-turn-issue-36), and
 the `messages.stream()` helper's accumulator parses each tool input with jiter
 as it arrives, so a lone surrogate in the input makes it raise a ValueError
 that quotes the whole input (account ids included) and ends the stream. Here a
