@@ -11,6 +11,7 @@ import pytest
 
 from citations.assembler import TurnAssembler, assemble_record, replay, skipped_type_name
 from citations.citable import to_citable_content
+from citations.live_events import StreamEvent
 from citations.registry import TurnRegistry
 from citations.turn import AssistantEvent, ToolCallEvent, parse_turn_record
 from devtools.recorded_model import RecordedModelServer
@@ -42,7 +43,8 @@ def test_a_case_imported_gives_its_support(case):
 @pytest.mark.parametrize("case", golden_params(CASES))
 def test_a_case_streamed_gives_its_support_in_the_events_and_the_result(model, case):
     client = anthropic.Anthropic(api_key="test", base_url=model.base_url, max_retries=0)
-    assembler, sent = TurnAssembler(), []
+    assembler = TurnAssembler()
+    sent: list[StreamEvent] = []
     for event in parse_turn_record(case["record"]).events:
         if isinstance(event, ToolCallEvent):
             assembler.tool_call(event.name, event.input, event.output)

@@ -46,7 +46,8 @@ def model():
 def streamed(model: RecordedModelServer, record: dict[str, Any]) -> tuple[AssembledTurn, list[Any]]:
     """Feed `record` to one assembler as a live turn does: each step streamed through the SDK, tools whole."""
     client = anthropic.Anthropic(api_key="test", base_url=model.base_url, max_retries=0)
-    assembler, sent = TurnAssembler(), []
+    assembler = TurnAssembler()
+    sent: list[Any] = []
     for event in parse_turn_record(record).events:
         if isinstance(event, ToolCallEvent):
             assembler.tool_call(event.name, event.input, event.output)
@@ -137,7 +138,8 @@ def feed_in_pieces(assembler: TurnAssembler, event: Any, cuts: list[int]) -> lis
 @given(cuts=st.lists(st.integers(min_value=0, max_value=40), max_size=6))
 def test_any_cutting_of_the_text_into_deltas_gives_the_same_turn(cuts):
     whole = replay(TURN).result()
-    assembler, sent = TurnAssembler(), []
+    assembler = TurnAssembler()
+    sent: list[Any] = []
     for event in TURN:
         sent += feed_in_pieces(assembler, event, cuts)
     assert assembler.result() == whole
