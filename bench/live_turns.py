@@ -118,6 +118,7 @@ class Stream:
         self.ids: list[int] = []
         self.started = 0.0
         self.detail = ""  # a refusal's detail
+        self.refusals = 0  # 503s it came back after (`come_back`)
 
     def run(self) -> None:
         self.started = time.perf_counter()
@@ -126,6 +127,7 @@ class Stream:
             self._read("POST", f"/api/chat/sessions/{uuid.uuid4()}/turns/", body, {})
             if self.status != 503:
                 break
+            self.refusals += 1
             time.sleep(1.0)
 
     def resume(self, port: int) -> None:
@@ -300,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=50, help="threads per worker (CELERY_WORKER_CONCURRENCY)")
     parser.add_argument("--kill-turns", type=int, default=20, help="turns running when a worker is killed (0: skip)")
+    parser.add_argument(
+        "--come-back",
+        action="store_true",
+        help="a POST refused with 503 is sent again after 1 s, as clients do (else a refusal is an error)",
+    )
     parser.add_argument("--database-url", help="a postgres:// server URL (default: DATABASE_URL, else the local one)")
     parser.add_argument("--sqlite", action="store_true", help="SQLite and the embedded broker")
     args = parser.parse_args(argv)
@@ -398,6 +405,7 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         done: dict[int, list[float]] = {n: [] for n in args.levels}
         errors: dict[int, int] = dict.fromkeys(args.levels, 0)
         error_kinds: dict[str, int] = {}
+        refused: dict[int, int] = dict.fromkeys(args.levels, 0)
         events_read: dict[int, list[float]] = {n: [] for n in args.levels}  # text merged per batch: fewer under load
         idle: list[float] = []
         loaded: list[float] = []
@@ -406,7 +414,9 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
         for round_index in range(args.rounds):
             for level in args.levels:
                 idle.extend(_get(web.port, get_path, tokens[0]) for _ in range(20))
-                streams = [Stream(streams_[i % len(streams_)].port, tokens[i]) for i in range(level)]
+                streams = [
+                    Stream(streams_[i % len(streams_)].port, tokens[i], come_back=args.come_back) for i in range(level)
+                ]
                 stop = threading.Event()
 
                 def getter(stop: threading.Event = stop) -> None:
@@ -425,6 +435,7 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
                     cpu[level][kind] = cpu[level].get(kind, 0.0) + seconds
                 ok = [s for s in streams if s.ok]
                 errors[level] += len(streams) - len(ok)
+                refused[level] += sum(s.refusals for s in streams)
                 for s in streams:
                     if not s.ok:  # what went wrong, by kind: the status, or the last event and its error type
                         last = s.events[-1] if s.events else None
@@ -474,6 +485,8 @@ def run(args: argparse.Namespace, database_url: str, scratch: Path) -> int:
             "events a client read per turn (batches merge text): "
             + ", ".join(f"{n}: {statistics.mean(v):.1f}" for n, v in events_read.items() if v)
         )
+        if args.come_back:
+            print("POSTs refused with 503 and sent again (their `done` includes the wait): " + str(refused))
         if error_kinds:
             print("errors by kind: " + ", ".join(f"{kind} x{count}" for kind, count in sorted(error_kinds.items())))
 

@@ -189,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         notes.append("admin on PostgreSQL skipped")
     results.append(_run_here(admin_title + " (SQLite)", ["bench/admin.py", "--backend", "sqlite", "--rows", "20000"]))
-    live = ["bench/live_turns.py", "--rounds", "3"]
+    # Clients come back after a 503, as the AI SDK's and ask.js do: the admission gate may refuse part of 20 POSTs
+    # arriving at once on a slow machine (issue 38), which is not an error of the turns.
+    live = ["bench/live_turns.py", "--rounds", "3", "--come-back"]
     sqlite_live = [*live, "--levels", "1", "20", "--sqlite", "--kill-turns", "0"]
     results.append(_run_here("live_turns: 20 concurrent turns vs one, Procfile processes, SQLite", sqlite_live))
     if reason is None:
