@@ -72,7 +72,13 @@ def test_a_live_turns_flagged_chip_shows_while_it_streams_and_after_the_reload(
     # examples/recorded/20-card-balances.json on maya's cards: the share of her limits (15%) is no figure of
     # the rows; the total and the credit left are sums of them.
     settings.LIVE_TOOL_FACTORIES = []
-    recorded_model.load(load_scripts(ROOT / "examples" / "recorded"))
+    scripts = load_scripts(ROOT / "examples" / "recorded")
+    for script in scripts:
+        # Paced so a preview's round trip fits between the flagged citation and the stream's end (six events
+        # later): at the recording's 15 ms a loaded CI machine saved the turn, and the page replaced the live
+        # answer, before the render holding the citation was asked for (ask.js renders one at a time).
+        script["delay_ms"] = 100
+    recorded_model.load(scripts)
     previews: list[str] = []  # the HTML of each render while the turn streams (docs/pages.md#streaming)
     page.on("response", lambda r: previews.append(r.text()) if r.url.endswith("/chat/answer-preview/") else None)
     page.goto(f"{live_server.url}/chat/new/")
