@@ -90,8 +90,9 @@ class StepStream:
         return self._stopped and self.message.get("stop_reason") is not None
 
     def read(self, body: Iterable[bytes]) -> Iterator[StreamEvent]:
-        """Read a Messages API event stream, `body` its bytes as they come (`APIResponse.iter_bytes()`), and
-        `feed` each event's `data`; yields the events to send, as they come.
+        """Read a Messages API event stream (SPEC 11), `body` its bytes as they come (`APIResponse.iter_bytes()`),
+        and `feed` each event's `data`; yields the events to send, as they come (text offsets as the assembler
+        counts them, UTF-16 code units).
 
         Server-sent events (the WHATWG format): lines end at CRLF, LF or CR and nowhere else (not at U+2028
         or a form feed, which a text may hold: why not `iter_lines`, which splits there too); `event:` and

@@ -24,7 +24,7 @@ def batch_interval(turns: int, *, least: float) -> float:
     """The seconds between two batches of a turn when this process runs `turns` turns: `least` (0: every
     event on its own), grown so the process writes at most `LIVE_TURN_BATCHES_PER_SECOND` batches a second,
     up to `LIVE_TURN_FLUSH_MAX_SECONDS` (never below `least`; a rate of 0 or less: `least` always). At 100 a
-    second: up to 5 turns 0.05 s; 10: 0.1 s; 20: 0.2 s; 25 or more: 0.25 s."""
+    second: up to 5 turns 0.05 s; 10: 0.1 s; 20: 0.2 s; 25 or more: 0.25 s (docs/live.md#batches-under-load)."""
     if least <= 0:
         return 0.0
     rate = settings.LIVE_TURN_BATCHES_PER_SECOND
