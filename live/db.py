@@ -9,6 +9,8 @@
 - `write_transaction()`: every write transaction of a live turn (`transaction.atomic()`, and on SQLite this
   process's writers one at a time); `one_writer()` the same order without a transaction, for a function
   whose writes are each their own. No other module asks which database it runs on for a live turn.
+- `claim_queued`: a worker takes a queued turn in one statement (`UPDATE ... RETURNING`), the row it
+  runs coming back with it; `mark_sent`: the POST marks its turn's task sent, never waiting for the row.
 - `notify_turn`: a turn that ended by its status alone wakes its streams.
 - `listens()`: whether streams are woken by `NOTIFY` (PostgreSQL) or poll.
 
@@ -18,6 +20,7 @@ Raw on PostgreSQL: bench/orm_vs_raw.py, "event batch".
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import threading
 import uuid
@@ -32,14 +35,16 @@ from django.utils import timezone
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.wakeups import NOTIFY_CHANNEL, notify_payload
 
-__all__ = ["append_batch", "listens", "notify_turn", "one_writer", "write_transaction"]
+__all__ = ["append_batch", "claim_queued", "listens", "mark_sent", "notify_turn", "one_writer", "write_transaction"]
 
 #: `(seq, event, data)`: one event of the log, its `data` the JSON text sent.
 Row = tuple[int, str, str]
 
 
+@functools.cache
 def listens() -> bool:
-    """Whether this database wakes streams itself (`NOTIFY`, PostgreSQL); else streams poll the log."""
+    """Whether this database wakes streams itself (`NOTIFY`, PostgreSQL); else streams poll the log. Read
+    once a process (a stream asks it at its start; the connection proxy costs a context lookup each time)."""
     return connection.vendor == "postgresql"
 
 
@@ -109,10 +114,16 @@ def _names() -> dict[str, str]:
     }
 
 
-def _column(model: type[Model], name: str) -> str:
+def _field(model: type[Model], name: str) -> Field:
     field = model._meta.get_field(name)
-    assert isinstance(field, Field) and field.column is not None, name
-    return field.column
+    assert isinstance(field, Field), name
+    return field
+
+
+def _column(model: type[Model], name: str) -> str:
+    column = _field(model, name).column
+    assert column is not None, name
+    return column
 
 
 def _append_postgresql(
@@ -140,6 +151,57 @@ def _append_postgresql(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return len(cursor.fetchall()) == 1
+
+
+def claim_queued(
+    turn_id: uuid.UUID, task_id: uuid.UUID | None, token: uuid.UUID, now: dt.datetime
+) -> LiveTurn | None:
+    """Take the turn `turn_id` while it is `queued` (and `task_id`'s, unless None): `running` under `token`,
+    started and progressed `now`, in one statement on either database (`UPDATE ... RETURNING`; SQLite has it
+    since 3.35). The row as written, or None when the turn is not queued or is another task's
+    (`live.engine.turn_take` then reads it under a lock: a takeover, a stale task, nothing to run).
+
+    In a transaction of its own, not in autocommit: a worker killed while its `UPDATE` waits for the row
+    (another transaction holds it) must leave the turn queued, and an `UPDATE` in autocommit would commit
+    once the row is free, the worker gone (PostgreSQL notices a dead client only when it next reads)."""
+    quote = connection.ops.quote_name
+    sets: dict[str, Any] = {"status": LiveTurnStatus.RUNNING, "worker_token": token, "started_at": now}
+    sets["progressed_at"] = now
+    where: dict[str, Any] = {"id": turn_id, "status": LiveTurnStatus.QUEUED}
+    if task_id is not None:
+        where["task_id"] = task_id
+    columns = ", ".join(quote(field.column) for field in LiveTurn._meta.concrete_fields)
+    sql = (
+        f"UPDATE {quote(LiveTurn._meta.db_table)} SET "  # noqa: S608 - names from the model
+        + ", ".join(f"{quote(_column(LiveTurn, name))} = %s" for name in sets)
+        + " WHERE "
+        + " AND ".join(f"{quote(_column(LiveTurn, name))} = %s" for name in where)
+        + f" RETURNING {columns}"
+    )
+    params = [_field(LiveTurn, name).get_db_prep_value(value, connection) for name, value in (*sets.items(), *where.items())]
+    with write_transaction():
+        taken = list(LiveTurn.objects.raw(sql, params, using=connection.alias))
+    return taken[0] if taken else None
+
+
+def mark_sent(turn_id: uuid.UUID, task_id: uuid.UUID, now: dt.datetime) -> bool:
+    """`sent_at = now` on the turn while its task is still `task_id` and it was not marked yet, in one
+    autocommit statement that never waits for the row (PostgreSQL: the row picked `FOR UPDATE SKIP LOCKED`;
+    a worker taking the turn may hold it). Whether it marked it."""
+    if connection.vendor != "postgresql":
+        with one_writer():
+            unsent = LiveTurn.objects.filter(pk=turn_id, task_id=task_id, sent_at__isnull=True)
+            return bool(unsent.update(sent_at=now))
+    table, quote = LiveTurn._meta.db_table, connection.ops.quote_name
+    column = {name: quote(_column(LiveTurn, name)) for name in ("id", "task_id", "sent_at")}
+    sql = (
+        f"UPDATE {quote(table)} SET {column['sent_at']} = %s WHERE {column['id']} = ("  # noqa: S608 - model names
+        f"SELECT {column['id']} FROM {quote(table)} WHERE {column['id']} = %s AND {column['task_id']} = %s "
+        f"AND {column['sent_at']} IS NULL FOR UPDATE SKIP LOCKED)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, turn_id, task_id])
+        return cursor.rowcount == 1
 
 
 def notify_turn(turn_id: uuid.UUID) -> None:

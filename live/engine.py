@@ -1,7 +1,9 @@
 """A worker taking a live turn, and the turns no worker will finish (docs/job-engine.md).
 
-- `turn_acquire(turn_id, task_id)` is where a worker takes a turn. Only the
-  turn's own task does (its `task_id`): a queued turn starts; a running one
+- `turn_take(turn_id, task_id)` is where a worker takes a turn (`turn_acquire`:
+  its token alone). Only the turn's own task does (its `task_id`): a queued
+  turn starts, in one statement that returns the row the worker runs
+  (`live.db.claim_queued`); a running one
   (its task redelivered because its worker died) is taken over with a new
   worker token, at most `LIVE_TURN_MAX_RESUMES` times, then it fails; a
   finished one, or a task of another id (stale: the turn was queued again),
@@ -30,11 +32,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from citations.live_events import error_event
-from live.db import notify_turn, write_transaction
+from live.db import claim_queued, notify_turn, write_transaction
 from live.log import encode, turn_fail
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
-__all__ = ["end_stuck", "fail_unstarted", "sweep_stuck_turns", "turn_acquire", "turns_stuck"]
+__all__ = ["end_stuck", "fail_unstarted", "sweep_stuck_turns", "turn_acquire", "turn_take", "turns_stuck"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,11 +46,24 @@ STUCK_MESSAGE = "This answer could not be finished. Please try again."
 
 def turn_acquire(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> uuid.UUID | None:
     """Take `turn_id` for the task `task_id` (None: whichever task); its new worker token, or None when
-    there is nothing to run.
+    there is nothing to run (`turn_take`)."""
+    turn = turn_take(turn_id, task_id)
+    return None if turn is None else turn.worker_token
 
-    Raises the database's errors (`DatabaseError`): the task retries through the engine.
+
+def turn_take(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> LiveTurn | None:
+    """Take `turn_id` for the task `task_id` (None: whichever task): the turn as taken (`running`, its
+    `worker_token` the new token the worker runs it under), or None when there is nothing to run.
+
+    A queued turn is taken in one statement (`live.db.claim_queued`); otherwise the row is read under a lock:
+    a running turn (a redelivered task) is taken over, a stale task or an ended turn does nothing, and a turn
+    taken over too often fails. Raises the database's errors (`DatabaseError`): the task retries through
+    the engine.
     """
     token = uuid.uuid4()
+    claimed = claim_queued(turn_id, task_id, token, timezone.now())
+    if claimed is not None:
+        return claimed
     with write_transaction():
         turn = LiveTurn.objects.select_for_update().filter(pk=turn_id).active().first()
         if turn is None:
@@ -57,19 +72,21 @@ def turn_acquire(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> uuid.U
             logger.info("turn %s: a stale task (the turn was queued again) does nothing", turn_id)
             return None
         now = timezone.now()
-        if turn.status == LiveTurnStatus.QUEUED:
+        if turn.status == LiveTurnStatus.QUEUED:  # queued again between the claim and this read
             LiveTurn.objects.filter(pk=turn_id).update(
                 status=LiveTurnStatus.RUNNING, worker_token=token, started_at=now, progressed_at=now
             )
-            return token
+            turn.status, turn.worker_token, turn.started_at, turn.progressed_at = LiveTurnStatus.RUNNING, token, now, now
+            return turn
         if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
             # The log is kept whole: the run goes on after its last id and rewinds
             # what its checkpoint does not hold (live.checkpoint.resume_rewind).
             LiveTurn.objects.filter(pk=turn_id).update(
                 worker_token=token, resume_count=F("resume_count") + 1, progressed_at=now
             )
+            turn.worker_token, turn.resume_count, turn.progressed_at = token, turn.resume_count + 1, now
             logger.info("turn %s taken over from a stopped worker", turn_id)
-            return token
+            return turn
     logger.warning("turn %s: its workers stopped %d times; it fails", turn_id, turn.resume_count + 1)
     if turn_fail(turn_id, kind="interrupted", message="This answer was interrupted too many times. Please try again."):
         count_failed(turn, "interrupted")
@@ -129,7 +146,8 @@ def end_stuck(turns: list[LiveTurn]) -> int:
 
 def sweep_stuck_turns() -> int:
     """End every stuck turn (a worker's start); how many ended."""
-    return end_stuck(turns_stuck(list(LiveTurn.objects.active())))
+    # Their large fields stay in the table: a sweep reads every active turn, a hundred at a time under load.
+    return end_stuck(turns_stuck(list(LiveTurn.objects.active().defer("checkpoint", "user_message", "error"))))
 
 
 def count_failed(turn: LiveTurn, kind: str) -> None:

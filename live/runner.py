@@ -60,7 +60,7 @@ from live.model_client import model_client, model_request_timed
 from live.model_step import PAUSE_TURN, TOOL_USE, StepStream, tool_use_cut_off
 from live.models import LiveTurn, LiveTurnStatus
 from live.prompts import system_prompt
-from live.stops import closing_on_stop, watching
+from live.stops import closing_on_stop, turn_lost, watching
 from live.tool_calls import tool_result
 from live.writer import EventWriter
 from telemetry import metrics, tracing  # this module loads with the first turn only (tests/silvia/test_startup.py)
@@ -127,6 +127,7 @@ class TurnRunner:
             self.finish(message)
         except LostTurnError:
             logger.info("turn %s: claimed by another worker; this one stops", self.turn.id)
+            turn_lost(self.turn.id)
         except TurnFailure as known:
             self.fail(known)
         except Exception as error:  # the model API, the network, or our own bug: never a half-written turn
@@ -340,6 +341,7 @@ class TurnRunner:
         try:
             self.writer.flush()
         except LostTurnError:
+            turn_lost(self.turn.id)
             return
         except Exception as error:
             logger.warning("turn %s: its events could not be written (%s)", self.turn.id, type(error).__name__)
@@ -349,11 +351,12 @@ class TurnRunner:
             metrics.turn_finished(outcome="failed", error_type=failure.kind, seconds=self.seconds())
 
 
-def run_turn(turn_id: uuid.UUID, token: uuid.UUID) -> None:
-    """Run a claimed turn to its end (stored, failed, or taken over by another worker). Never raises."""
-    turn: LiveTurn | None = None
+def run_turn(turn_id: uuid.UUID, token: uuid.UUID, *, turn: LiveTurn | None = None) -> None:
+    """Run a claimed turn to its end (stored, failed, or taken over by another worker). Never raises.
+    `turn`: its row as claimed (`live.engine.turn_take`), else read here."""
     try:
-        turn = LiveTurn.objects.get(pk=turn_id)
+        if turn is None:
+            turn = LiveTurn.objects.get(pk=turn_id)
         with watching(turn_id, token):  # a stop lets the worker go at once (live.stops)
             TurnRunner(turn, token).run()
     except Exception as error:

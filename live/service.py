@@ -39,7 +39,7 @@ from django.utils import timezone
 from chat.models import ChatSession
 from citations.live_events import turn_event
 from live.configured import NOT_CONFIGURED, model_configured
-from live.db import write_transaction
+from live.db import mark_sent, write_transaction
 from live.engine import end_stuck, fail_unstarted, turns_stuck
 from live.log import encode, release_connection
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
@@ -189,14 +189,11 @@ def enqueue(turn: LiveTurn) -> None:
 
 def _mark_sent(turn: LiveTurn) -> None:
     """`sent_at` on the turn while `turn.task_id` is still its own, never waiting for the row: a worker may
-    hold it (taking the turn, which then is no longer queued), and a POST must not wait on that. Not marked
-    (the row held, the database gone), a turn still queued is sent again by a sweep, under a new task id:
-    its first task then does nothing."""
-    unsent = LiveTurn.objects.filter(pk=turn.pk, task_id=turn.task_id, sent_at__isnull=True)
+    hold it (taking the turn, which then is no longer queued), and a POST must not wait on that
+    (`live.db.mark_sent`, one statement). Not marked (the row held, the database gone), a turn still queued
+    is sent again by a sweep, under a new task id: its first task then does nothing."""
     try:
-        with write_transaction():
-            free = unsent.select_for_update(skip_locked=True).values("pk")
-            LiveTurn.objects.filter(pk__in=free).update(sent_at=timezone.now())
+        mark_sent(turn.id, turn.task_id, timezone.now())
     except DatabaseError as error:
         logger.warning(
             "turn %s: its send could not be marked (%s); a sweep sends it again", turn.id, type(error).__name__

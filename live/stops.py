@@ -19,7 +19,9 @@ and for a turn that is not: shuts the model request's socket down
 lets the turn's thread stop waiting for its tool (`result_unless_stopped`;
 the tool's own thread ends within its time limit, its result unused). When
 the run ends, a log line says how long after the stop the worker let go
-(`turn … stopped by its user: its worker let go … ms after the stop`).
+(`turn … stopped by its user: its worker let go … ms after the stop`); the
+row is read for it only when the run lost its turn (the watcher saw it, or a
+write was refused: `turn_lost`), not after every turn.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "TurnNotFoundError",
     "closing_on_stop",
     "result_unless_stopped",
+    "turn_lost",
     "turn_stop",
     "watching",
 ]
@@ -207,7 +210,16 @@ def watching(turn_id: uuid.UUID, token: uuid.UUID) -> Iterator[None]:
         yield
     finally:
         _watcher.discard(watch)
-        _report_let_go(turn_id)
+        if watch.stopped.done():
+            _report_let_go(turn_id)
+
+
+def turn_lost(turn_id: uuid.UUID) -> None:
+    """The worker found the turn it runs no longer its own (a write refused: `LostTurnError`) before the
+    watcher read it: its watch fires, as the watcher's would have (a no-op outside `watching`)."""
+    watch = _watcher.get(turn_id)
+    if watch is not None:
+        watch.fire()
 
 
 def _report_let_go(turn_id: uuid.UUID) -> None:

@@ -29,11 +29,12 @@ class. The server always closes it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -214,6 +215,13 @@ def read_executor() -> ThreadPoolExecutor:
         return _executor
 
 
+@functools.cache
+def _async_read_log() -> Callable[[uuid.UUID, int], Awaitable[Any]]:
+    """`read_log` on `read_executor`'s threads, as a coroutine function: one for the process (made once, not
+    per stream)."""
+    return sync_to_async(lambda turn_id, after: read_log(turn_id, after), thread_sensitive=False, executor=read_executor())
+
+
 def read_backoff_seconds(failures: int) -> float:
     """How long a stream waits before it reads the log again after `failures` (1, 2, ...) failed reads in a
     row: 0.25 s, doubling, at most 4 s (0.25, 0.5, 1, 2, 4, 4, ...)."""
@@ -226,7 +234,7 @@ async def async_stream(
     """The stream on the event loop (see the module docstring); `on_close` is called once it ends."""
     feeds = turn_feeds() if db.listens() else None
     feed: Feed | None = feeds.follow(turn_id) if feeds is not None else None
-    read = sync_to_async(read_log, thread_sensitive=False, executor=read_executor())
+    read = _async_read_log()
     steps, answer = tail_steps(after, protocol, woken=feed is not None), None  # type: tuple[Any, Any]
     failures = 0
     try:

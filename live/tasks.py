@@ -52,13 +52,13 @@ def run_live_turn(self: Any, turn_id: str) -> None:
 
 
 def _start_and_run(task: Any, turn_uuid: uuid.UUID) -> None:
-    from live.engine import turn_acquire
+    from live.engine import turn_take
     from live.runner import run_turn
 
     self = task
     task_id = _task_id(self.request.id)
     try:
-        token = turn_acquire(turn_uuid, task_id)
+        turn = turn_take(turn_uuid, task_id)
     except DatabaseError as error:
         retries = self.request.retries
         if retries < settings.LIVE_TURN_START_RETRIES:
@@ -73,8 +73,8 @@ def _start_and_run(task: Any, turn_uuid: uuid.UUID) -> None:
         logger.error("turn %s: its start failed (%s)", turn_uuid, type(error).__name__)
         _fail_quietly(turn_uuid, task_id, "internal_error")
         return
-    if token is not None:
-        run_turn(turn_uuid, token)
+    if turn is not None:
+        run_turn(turn_uuid, turn.worker_token, turn=turn)
 
 
 def _fail_quietly(turn_id: uuid.UUID, task_id: uuid.UUID | None, kind: str) -> bool:
