@@ -82,7 +82,7 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
         call_command("migrate", verbosity=0)
         user = get_user_model().objects.create(username="maya")
         limits = TurnLimits.from_settings()
-        rows = [prepare_row(parse_turn_record(r, user_given=True), user, limits).row for r in derived_records(turns)]
+        rows = [prepare_row(parse_turn_record(r, user_given=True), user.pk, limits).row for r in derived_records(turns)]
         columns = [row.columns for row in rows]
         names = list(columns[0])
 

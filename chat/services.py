@@ -103,9 +103,10 @@ class PreparedTurn:
 
 
 def prepare_row(
-    turn: TurnRecord, owner: AbstractBaseUser, limits: TurnLimits, assembled: AssembledTurn | None = None
+    turn: TurnRecord, owner_id: int, limits: TurnLimits, assembled: AssembledTurn | None = None
 ) -> PreparedTurn:
-    """Assemble a validated turn into the row to write (docs/turns.md); `assembled` when a live turn streamed it."""
+    """Assemble a validated turn into the row to write for the user `owner_id` (docs/turns.md); `assembled`
+    when a live turn streamed it."""
     if assembled is None:
         assembled = assemble_record(turn.events)
     if len(assembled.response) > limits.max_text_chars:
@@ -118,7 +119,7 @@ def prepare_row(
     columns = {
         "id": turn.id or uuid.uuid4(),
         "session_id": turn.session_id,
-        "user_id": owner.pk,
+        "user_id": owner_id,
         "user_message": turn.user_message,
         "response": assembled.response,
         "citations": assembled.citations,
@@ -127,7 +128,7 @@ def prepare_row(
         "model": assembled.model,
         "created_at": created_at,
     }
-    session = SessionWrite(id=turn.session_id, user_id=owner.pk, title=turn.session_title, created_at=created_at)
+    session = SessionWrite(id=turn.session_id, user_id=owner_id, title=turn.session_title, created_at=created_at)
     return PreparedTurn(TurnRow(columns, session), assembled.citations, dict(assembled.skipped_citations))
 
 
@@ -172,7 +173,7 @@ def save_turn(
         owner = _resolve_user(turn.user)
     else:
         owner = user
-    return _save(prepare_row(turn, owner, limits, assembled), path="record")
+    return _save(prepare_row(turn, owner.pk, limits, assembled), path="record")
 
 
 def save_assembled_turn(
@@ -180,7 +181,7 @@ def save_assembled_turn(
     turn_id: uuid.UUID,
     session_id: uuid.UUID,
     session_title: str | None,
-    user: AbstractBaseUser,
+    user_id: int,
     prompt_version: str,
     created_at: dt.datetime,
     user_message: str,
@@ -209,7 +210,7 @@ def save_assembled_turn(
         user_message=user_message,
         events=(),
     )
-    return _save(prepare_row(turn, user, limits, assembled), path="live")
+    return _save(prepare_row(turn, user_id, limits, assembled), path="live")
 
 
 def support_statuses(inline_citations: list[dict[str, Any]]) -> Counter[str]:

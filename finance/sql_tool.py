@@ -166,12 +166,21 @@ class ExecuteSqlTool:
         return output
 
 
+#: The databases found ready for the tool, by (alias, database, reader role): each turn's tool list is built at
+#: its start, and a database once set up (migration 0002) stays so; one not ready is asked again next time.
+_ready: set[tuple[str, str, str]] = set()
+
+
 def execute_sql_tool(*, using: str = DEFAULT_DB_ALIAS) -> ExecuteSqlTool | None:
-    """The tool for live turns, or `None` when the database cannot run it safely (views or roles missing)."""
+    """The tool for live turns, or `None` when the database cannot run it safely (views or roles missing).
+    Readiness is read from the database until it is found, then remembered by this process (`_ready`)."""
     connection = connections[using]
     try:
         if connection.vendor == "postgresql":
-            ready = sql_postgres.is_ready(connection)
+            key = (using, str(connection.settings_dict["NAME"]), sql_postgres.reader_role(connection))
+            ready = key in _ready or sql_postgres.is_ready(connection)
+            if ready:
+                _ready.add(key)
         elif connection.vendor == "sqlite":
             ready = "account_details" in connection.introspection.table_names(include_views=True)
         else:

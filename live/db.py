@@ -153,9 +153,7 @@ def _append_postgresql(
         return len(cursor.fetchall()) == 1
 
 
-def claim_queued(
-    turn_id: uuid.UUID, task_id: uuid.UUID | None, token: uuid.UUID, now: dt.datetime
-) -> LiveTurn | None:
+def claim_queued(turn_id: uuid.UUID, task_id: uuid.UUID | None, token: uuid.UUID, now: dt.datetime) -> LiveTurn | None:
     """Take the turn `turn_id` while it is `queued` (and `task_id`'s, unless None): `running` under `token`,
     started and progressed `now`, in one statement on either database (`UPDATE ... RETURNING`; SQLite has it
     since 3.35). The row as written, or None when the turn is not queued or is another task's
@@ -170,7 +168,7 @@ def claim_queued(
     where: dict[str, Any] = {"id": turn_id, "status": LiveTurnStatus.QUEUED}
     if task_id is not None:
         where["task_id"] = task_id
-    columns = ", ".join(quote(field.column) for field in LiveTurn._meta.concrete_fields)
+    columns = ", ".join(quote(_column(LiveTurn, field.name)) for field in LiveTurn._meta.concrete_fields)
     sql = (
         f"UPDATE {quote(LiveTurn._meta.db_table)} SET "  # noqa: S608 - names from the model
         + ", ".join(f"{quote(_column(LiveTurn, name))} = %s" for name in sets)
@@ -178,7 +176,9 @@ def claim_queued(
         + " AND ".join(f"{quote(_column(LiveTurn, name))} = %s" for name in where)
         + f" RETURNING {columns}"
     )
-    params = [_field(LiveTurn, name).get_db_prep_value(value, connection) for name, value in (*sets.items(), *where.items())]
+    params = [
+        _field(LiveTurn, name).get_db_prep_value(value, connection) for name, value in (*sets.items(), *where.items())
+    ]
     with write_transaction():
         taken = list(LiveTurn.objects.raw(sql, params, using=connection.alias))
     return taken[0] if taken else None

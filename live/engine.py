@@ -73,10 +73,10 @@ def turn_take(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> LiveTurn 
             return None
         now = timezone.now()
         if turn.status == LiveTurnStatus.QUEUED:  # queued again between the claim and this read
-            LiveTurn.objects.filter(pk=turn_id).update(
-                status=LiveTurnStatus.RUNNING, worker_token=token, started_at=now, progressed_at=now
-            )
-            turn.status, turn.worker_token, turn.started_at, turn.progressed_at = LiveTurnStatus.RUNNING, token, now, now
+            started = {"status": LiveTurnStatus.RUNNING, "worker_token": token, "started_at": now, "progressed_at": now}
+            LiveTurn.objects.filter(pk=turn_id).update(**started)
+            for name, value in started.items():
+                setattr(turn, name, value)
             return turn
         if turn.resume_count < settings.LIVE_TURN_MAX_RESUMES:
             # The log is kept whole: the run goes on after its last id and rewinds

@@ -37,6 +37,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 
 from chat.services import save_assembled_turn
 from citations.assembler import TurnAssembler
@@ -78,7 +79,9 @@ class TurnRunner:
         self.turn = turn
         self.token = token
         self.tools: dict[str, ToolExecutor] = {tool.name: tool for tool in configured_tools()}
-        self.user = get_user_model().objects.get(pk=turn.user_id)
+        # Read when a tool first asks for it (a turn that calls none, or only tools that need no user, reads
+        # no user row).
+        self.user = SimpleLazyObject(lambda: get_user_model().objects.get(pk=turn.user_id))
         self.state: TurnState = load_state(turn)
         # A turn's first text is counted once: not again by a resumed turn that had sent text.
         self.text_sent = bool(turn.resume_count) and turn.events.filter(event=EventName.TEXT).exists()
@@ -297,7 +300,7 @@ class TurnRunner:
                     turn_id=self.turn.id,
                     session_id=self.turn.session_id,
                     session_title=self.turn.user_message[:80],
-                    user=self.user,
+                    user_id=self.turn.user_id,
                     prompt_version=self.turn.prompt_version,
                     created_at=self.turn.created_at,
                     user_message=self.turn.user_message,

@@ -219,7 +219,10 @@ def read_executor() -> ThreadPoolExecutor:
 def _async_read_log() -> Callable[[uuid.UUID, int], Awaitable[Any]]:
     """`read_log` on `read_executor`'s threads, as a coroutine function: one for the process (made once, not
     per stream)."""
-    return sync_to_async(lambda turn_id, after: read_log(turn_id, after), thread_sensitive=False, executor=read_executor())
+    # `read_log` looked up at each call (the tests replace it).
+    return sync_to_async(
+        lambda turn_id, after: read_log(turn_id, after), thread_sensitive=False, executor=read_executor()
+    )
 
 
 def read_backoff_seconds(failures: int) -> float:

@@ -119,7 +119,7 @@ class TurnImporter:
             check_limits(record, self.limits)
             turn = parse_turn_record(record, user_given=self.user is not None)
             owner = self.user if self.user is not None else self._owner(turn)
-            prepared = prepare_row(turn, owner, self.limits)
+            prepared = prepare_row(turn, owner.pk, self.limits)
         except TurnRecordError as error:
             self.fail(where, str(error))
             return
