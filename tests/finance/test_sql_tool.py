@@ -124,6 +124,26 @@ def test_factory_gives_none_when_the_reader_role_is_missing(db, settings):
     assert execute_sql_tool() is None
 
 
+def test_a_database_found_ready_is_not_asked_again_one_not_ready_is(db, settings):
+    """Each turn builds its tool list: the readiness query runs until the database is found ready, then not."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the readiness query is PostgreSQL's")
+    role = settings.FINANCE_SQL_READER_ROLE
+    settings.FINANCE_SQL_READER_ROLE = "silvia_no_such_role_for_this_test"
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as queries:
+            assert execute_sql_tool() is None
+        assert ["to_regclass" in query["sql"] for query in queries.captured_queries] == [True]
+    settings.FINANCE_SQL_READER_ROLE = role
+    assert execute_sql_tool() is not None
+    with CaptureQueriesContext(connection) as queries:
+        assert execute_sql_tool() is not None
+    assert queries.captured_queries == []
+
+
 def test_a_tool_that_raises_is_logged_by_class_only_and_gives_is_error(caplog):
     """A tool's unexpected exception may quote row values: the log names its class, no message, no traceback."""
     import logging

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import ast
 import threading
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from live.db import one_writer, write_transaction
+from finance.libpq import libpq_params
+from live.db import claim_queued, mark_sent, one_writer, write_transaction
+from live.models import LiveTurn, LiveTurnStatus
 from tests.factories import UserFactory
 
 LIVE = Path(__file__).resolve().parents[2] / "live"
@@ -82,3 +88,73 @@ def test_on_postgresql_writers_of_other_threads_are_not_held_back():
         thread.start()
         assert entered.wait(timeout=10), "another thread waited for this one's writer on PostgreSQL"
     thread.join(timeout=10)
+
+
+# --- claim_queued and mark_sent: one statement each -------------------------
+
+
+def _queued(user, **fields) -> LiveTurn:
+    return LiveTurn.objects.create(session_id=uuid.uuid4(), user=user, user_message="hi", prompt_version="v5", **fields)
+
+
+@pytest.mark.django_db
+def test_a_queued_turn_is_claimed_once_and_comes_back_as_written(maya):
+    turn = _queued(maya, task_id=uuid.uuid4(), last_seq=1)
+    token, now = uuid.uuid4(), timezone.now()
+    with CaptureQueriesContext(connection) as queries:
+        claimed = claim_queued(turn.id, turn.task_id, token, now)
+    assert [q["sql"].split()[0] for q in queries.captured_queries if q["sql"].startswith(("UPDATE", "SELECT"))] == [
+        "UPDATE"
+    ]
+    assert claimed is not None
+    row = LiveTurn.objects.get(pk=turn.id)
+    assert (claimed.id, claimed.status, claimed.worker_token, claimed.started_at) == (
+        turn.id,
+        LiveTurnStatus.RUNNING,
+        token,
+        now,
+    )
+    # Every field as the row now holds it, the ones the claim did not write included.
+    assert {f.attname: getattr(claimed, f.attname) for f in LiveTurn._meta.concrete_fields} == {
+        f.attname: getattr(row, f.attname) for f in LiveTurn._meta.concrete_fields
+    }
+    assert (claimed.user_message, claimed.session_id, claimed.last_seq) == ("hi", turn.session_id, 1)
+    assert claim_queued(turn.id, turn.task_id, uuid.uuid4(), now) is None  # running now: not claimed again
+    assert LiveTurn.objects.get(pk=turn.id).worker_token == token
+
+
+@pytest.mark.django_db
+def test_a_claim_by_another_task_or_of_no_turn_takes_nothing(maya):
+    turn = _queued(maya, task_id=uuid.uuid4())
+    assert claim_queued(turn.id, uuid.uuid4(), uuid.uuid4(), timezone.now()) is None  # a stale task
+    assert claim_queued(uuid.uuid4(), None, uuid.uuid4(), timezone.now()) is None  # no such turn
+    row = LiveTurn.objects.get(pk=turn.id)
+    assert (row.status, row.worker_token, row.started_at) == (LiveTurnStatus.QUEUED, turn.worker_token, None)
+    assert claim_queued(turn.id, None, uuid.uuid4(), timezone.now()) is not None  # whichever task
+
+
+@pytest.mark.django_db
+def test_a_send_is_marked_once_and_only_for_the_turns_own_task(maya):
+    turn = _queued(maya, task_id=uuid.uuid4())
+    now = timezone.now()
+    assert mark_sent(turn.id, uuid.uuid4(), now) is False  # another task's: not marked
+    assert LiveTurn.objects.get(pk=turn.id).sent_at is None
+    assert mark_sent(turn.id, turn.task_id, now) is True
+    assert mark_sent(turn.id, turn.task_id, timezone.now()) is False  # marked already: kept
+    assert LiveTurn.objects.get(pk=turn.id).sent_at == now
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL locks rows; SQLite's writers take turns")
+@pytest.mark.django_db(transaction=True)
+def test_a_send_mark_never_waits_for_a_row_another_transaction_holds(maya):
+    turn = _queued(maya, task_id=uuid.uuid4())
+    with psycopg.connect(**libpq_params(connection.settings_dict)) as holder:
+        holder.execute("SELECT id FROM chat_live_turns WHERE id = %s FOR UPDATE", [turn.id])
+        # `lock_timeout` would turn a wait into an error: the mark returns at once instead, unmarked.
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        assert mark_sent(turn.id, turn.task_id, timezone.now()) is False
+        holder.rollback()
+    with connection.cursor() as cursor:
+        cursor.execute("RESET lock_timeout")
+    assert mark_sent(turn.id, turn.task_id, timezone.now()) is True

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from citations.live_events import text_event
-from live.engine import turn_acquire
+from live.engine import turn_acquire, turn_take
 from live.log import LostTurnError, append_event
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
@@ -52,6 +52,28 @@ def test_two_deliveries_race_the_later_owns_the_turn_the_earlier_cannot_write(ma
         with pytest.raises(LostTurnError):
             append_event(turn.id, stale, text_event("late"), after=row.last_seq)
         assert append_event(turn.id, row.worker_token, text_event("ok"), after=row.last_seq) == row.last_seq + 1
+
+
+def test_a_turn_taken_comes_back_as_the_row_holds_it_started_or_taken_over(maya):
+    turn = queued_turn(maya)
+    started = turn_take(turn.id)
+    row = LiveTurn.objects.get(pk=turn.id)
+    assert started is not None and row.status == LiveTurnStatus.RUNNING
+    assert (started.status, started.worker_token, started.started_at, started.resume_count) == (
+        row.status,
+        row.worker_token,
+        row.started_at,
+        0,
+    )
+    taken_over = turn_take(turn.id)  # a redelivery: read under its lock, taken over
+    row = LiveTurn.objects.get(pk=turn.id)
+    assert taken_over is not None and taken_over.worker_token not in (None, started.worker_token)
+    assert (taken_over.worker_token, taken_over.resume_count, taken_over.progressed_at) == (
+        row.worker_token,
+        1,
+        row.progressed_at,
+    )
+    assert taken_over.started_at == started.started_at  # a takeover does not start the turn again
 
 
 def test_resumes_are_capped_then_the_turn_fails(maya, settings):

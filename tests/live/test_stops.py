@@ -12,12 +12,16 @@ import time
 import uuid
 from typing import Any
 
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chat.models import ChatLog, ChatSession
 from live.engine import turn_acquire
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
-from live.stops import STOPPED, STOPPED_MESSAGE
+from live.stops import STOPPED, STOPPED_MESSAGE, turn_lost, watching
 from tests.live.live_turns_support import client, post_turn  # noqa: F401 (the fixture)
 from tests.live_support import parse_frames, step, text, tool_use
 
@@ -189,3 +193,30 @@ def test_stop_a_finished_turn_is_a_409(client, recorded_model):  # noqa: F811
     refused = stop(client, turn_id)
     assert refused.status_code == 409 and refused.json() == {"detail": "This turn has already ended."}
     assert ChatLog.objects.filter(pk=turn_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_kept_its_turn_reads_nothing_at_its_end_one_that_lost_it_says_when_it_let_go(maya, caplog):
+    """`watching` reads the turn's row for its let-go line only when the run lost the turn: the watcher saw it,
+    or a write was refused (`turn_lost`)."""
+    caplog.set_level(logging.INFO, logger="live")
+    token = uuid.uuid4()
+    turn = LiveTurn.objects.create(
+        session_id=uuid.uuid4(),
+        user=maya,
+        user_message="hi",
+        prompt_version="v5",
+        status=LiveTurnStatus.RUNNING,
+        worker_token=token,
+    )
+    with CaptureQueriesContext(connection) as queries, watching(turn.id, token):
+        pass  # the turn stays this worker's: the watcher (its own thread and connection) never fires
+    assert queries.captured_queries == []
+    stopped_at = timezone.now()
+    LiveTurn.objects.filter(pk=turn.id).update(
+        status=LiveTurnStatus.FAILED, error={"type": STOPPED, "message": STOPPED_MESSAGE}, finished_at=stopped_at
+    )
+    with CaptureQueriesContext(connection) as queries, watching(turn.id, token):
+        turn_lost(turn.id)  # its next write was refused
+    assert len(queries.captured_queries) == 1
+    assert let_go_ms(caplog, str(turn.id)) >= 0
