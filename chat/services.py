@@ -193,6 +193,9 @@ def save_assembled_turn(
     made, without writing that record out and reading it back. Raises
     `TurnRecordError` for a message or an answer over `TURN_MAX_TEXT_CHARS`,
     or a session or turn id owned by another user; nothing is written then.
+    Called in a transaction (the runner's, with the turn's last events), it
+    takes no savepoint of its own: a refusal rolls that transaction back
+    whole, so its caller lets the error leave its atomic block.
     """
     limits = TurnLimits.from_settings()
     if len(user_message) > limits.max_text_chars:
@@ -210,7 +213,7 @@ def save_assembled_turn(
         user_message=user_message,
         events=(),
     )
-    return _save(prepare_row(turn, user_id, limits, assembled), path="live")
+    return _save(prepare_row(turn, user_id, limits, assembled), path="live", savepoint=False)
 
 
 def support_statuses(inline_citations: list[dict[str, Any]]) -> Counter[str]:
@@ -226,11 +229,13 @@ def _metrics() -> Any:
     return metrics
 
 
-def _save(prepared: PreparedTurn, *, path: str) -> SavedTurn:
+def _save(prepared: PreparedTurn, *, path: str, savepoint: bool = True) -> SavedTurn:
     """Write one prepared row and its session (one transaction); the stored row when its id was already.
 
-    `path` (`live`, `record`) labels the support figures of a created turn (docs/metrics.md)."""
-    with transaction.atomic():
+    `path` (`live`, `record`) labels the support figures of a created turn (docs/metrics.md). `savepoint`
+    False: inside a caller's transaction, none of its own (two statements fewer; a refusal then spoils the
+    caller's transaction, which must end in a rollback)."""
+    with transaction.atomic(savepoint=savepoint):
         [outcome] = write_turns([prepared.row])
         _raise_refusal(outcome)
     columns = prepared.row.columns

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from chat.models import ChatLog
+from chat.models import ChatLog, ChatSession
 from live.models import LiveTurn, LiveTurnStatus
 from tests.ast_support import APPS
 from tests.live import live_turns_support
 from tests.live.live_turns_support import SCRIPTED, check_events_equal_get, post_turn, run_turn
-from tests.live_support import cite, parse_sse, script, step, text, tool_use, tool_use_raw, wait_for_turns
+from tests.live_support import cite, parse_frames, parse_sse, script, step, text, tool_use, tool_use_raw, wait_for_turns
 
 #: maya's API client (tests/live/live_turns_support.py), bound here: it replaces pytest-django's `client`
 #: for this module only.
@@ -149,3 +149,28 @@ def test_a_nul_or_a_lone_surrogate_in_tool_input_gives_is_error_and_the_turn_goe
     ours = [r for r in caplog.records if r.name.split(".")[0] in APPS]
     assert any("not run: its input is unusable" in r.getMessage() for r in ours)
     assert not any(ACCOUNT in r.getMessage() or r.exc_info for r in ours)
+
+
+def test_a_session_another_user_took_while_the_turn_ran_refuses_the_save_and_nothing_of_it_is_kept(
+    client, recorded_model, other_user
+):
+    """The save is refused at the end (the session is someone else's now): the runner's transaction, which
+    holds the save and the last events and takes no savepoint of the save's own, rolls back whole; the turn
+    fails with what its client reads."""
+    recorded_model.load([{"name": "slow", "delay_ms": 20, "steps": [step(text("Your cards total $1,500. " * 20))]}])
+    session_id, response = post_turn(client)
+    chunks, frames = iter(response.streaming_content), []
+    while not any(name == "text" for _, name, _ in frames):
+        frames += parse_frames(next(chunks))
+    ChatSession.objects.create(id=session_id, user=other_user, title="theirs")
+    for chunk in chunks:
+        frames += parse_frames(chunk)
+    assert frames[-1][1:] == (
+        "error",
+        {"error": {"type": "internal_error", "message": "This answer could not be saved. Please try again."}},
+    )
+    assert not any(name in ("citations_summary", "message", "done") for _, name, _ in frames)
+    assert ChatLog.objects.count() == 0
+    assert list(ChatSession.objects.values_list("id", "user_id", "title")) == [(session_id, other_user.pk, "theirs")]
+    turn = LiveTurn.objects.get(session_id=session_id)
+    assert turn.status == LiveTurnStatus.FAILED and turn.last_seq == frames[-1][0]
