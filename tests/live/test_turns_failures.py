@@ -4,6 +4,8 @@ or tool input PostgreSQL cannot store (NUL, lone surrogates)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chat.models import ChatLog, ChatSession
@@ -159,7 +161,8 @@ def test_a_session_another_user_took_while_the_turn_ran_refuses_the_save_and_not
     fails with what its client reads."""
     recorded_model.load([{"name": "slow", "delay_ms": 20, "steps": [step(text("Your cards total $1,500. " * 20))]}])
     session_id, response = post_turn(client)
-    chunks, frames = iter(response.streaming_content), []
+    chunks = iter(response.streaming_content)
+    frames: list[tuple[int, str, Any]] = []
     while not any(name == "text" for _, name, _ in frames):
         frames += parse_frames(next(chunks))
     ChatSession.objects.create(id=session_id, user=other_user, title="theirs")
