@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -26,6 +26,7 @@ from citations.ai_sdk import PROTOCOL as AI_SDK
 from citations.uuids import parse_uuid
 from live.admission import BUSY_DETAIL
 from live.control_views import GONE, gone
+from live.handoff import HANDOFF_HEADER, hand_off
 from live.log import release_connection
 from live.models import ACTIVE_STATUSES, LiveTurn
 from live.retention import turn_events_pruned
@@ -101,12 +102,24 @@ def sse_response(
     if on_close is not None:
         stream = closing(stream, on_close)
     release_connection()  # the request's connection goes back to the pool before the stream starts
+    # The stream process sends the stream itself once this request is over (live.handoff): no thread held.
+    handed_off = isinstance(request, ASGIRequest) and hand_off(stream)
+    body = _no_body() if handed_off else stream
     if protocol == AI_SDK:
-        return StreamingHttpResponse(stream, headers=dict(AI_SDK_HEADERS))
-    response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+        response = StreamingHttpResponse(body, headers=dict(AI_SDK_HEADERS))
+    else:
+        response = StreamingHttpResponse(body, content_type="text/event-stream; charset=utf-8")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+    if handed_off:
+        response[HANDOFF_HEADER] = "1"
     return response
+
+
+async def _no_body() -> AsyncIterator[bytes]:
+    """The body of a response whose stream was handed off (`live.handoff`): nothing."""
+    return
+    yield b""  # an async generator that yields nothing
 
 
 def _busy(detail: str, status: int) -> Response:

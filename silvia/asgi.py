@@ -13,7 +13,9 @@ answers the rest `503` with `Retry-After` after
 `LIVE_TURN_ADMISSION_WAIT_SECONDS`, before any takes a pooled connection
 (docs/live.md#admission). Inside that, `live.slots.GiveBackSlots` gives back
 the stream slots a request took when its ASGI call ends: a client that
-leaves before its headers never gets a response to close.
+leaves before its headers never gets a response to close. Innermost,
+`live.handoff.StreamHandoff` sends a turn's event stream once Django's
+request is over (no thread held by an open stream).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from django.core.asgi import get_asgi_application
 
 from live.admission import AdmissionGate, turn_post, warn_if_pool_small
+from live.handoff import StreamHandoff
 from live.slots import GiveBackSlots
 
 __all__ = ["BodyLimit", "application"]
@@ -137,7 +140,7 @@ def _gate(app: Any) -> AdmissionGate:
     )
 
 
-application = BodyLimit(_gate(GiveBackSlots(django_application)), _limit())
+application = BodyLimit(_gate(GiveBackSlots(StreamHandoff(django_application))), _limit())
 
 from live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
 from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)
