@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable
 from typing import Any
 
 __all__ = ["HANDOFF_HEADER", "StreamHandoff", "hand_off"]
@@ -41,12 +41,12 @@ HANDOFF_HEADER = "X-Silvia-Stream-Handoff"
 _HANDOFF = HANDOFF_HEADER.lower().encode("latin1")
 
 #: The streams the view of this request handed off (set by `StreamHandoff` for each request).
-_handed: contextvars.ContextVar[list[AsyncIterator[bytes]] | None] = contextvars.ContextVar(
+_handed: contextvars.ContextVar[list[AsyncIterable[bytes]] | None] = contextvars.ContextVar(
     "live_stream_handoff", default=None
 )
 
 
-def hand_off(stream: AsyncIterator[bytes]) -> bool:
+def hand_off(stream: AsyncIterable[bytes]) -> bool:
     """Give `stream` to this request's `StreamHandoff` to send after the response's start; False when none runs
     (WSGI, the tests' client: the response streams it itself). The caller then marks its response with
     `HANDOFF_HEADER` and gives it no body."""
@@ -67,7 +67,7 @@ class StreamHandoff:
         if scope["type"] != "http" or scope.get("method") not in ("GET", "POST"):
             await self.app(scope, receive, send)
             return
-        handed: list[AsyncIterator[bytes]] = []
+        handed: list[AsyncIterable[bytes]] = []
         started: dict[str, Any] | None = None  # a marked start, held until the request is over
         reset = _handed.set(handed)
 
@@ -96,7 +96,7 @@ class StreamHandoff:
             await _serve(stream, receive, send)
 
 
-async def _serve(stream: AsyncIterator[bytes], receive: Any, send: Any) -> None:
+async def _serve(stream: AsyncIterable[bytes], receive: Any, send: Any) -> None:
     """Send `stream` as the response's body until it ends or the client leaves; then close it."""
     chunks = aiter(stream)
 
@@ -122,7 +122,7 @@ async def _serve(stream: AsyncIterator[bytes], receive: Any, send: Any) -> None:
         await _close(stream)
 
 
-async def _close(stream: AsyncIterator[bytes]) -> None:
+async def _close(stream: AsyncIterable[bytes]) -> None:
     """End a stream: its generator's `finally` (`aclose`: a no-op once it ended), then the `close()` of
     `live.stream.closing`'s wrapper (the slot's give-back, safe to call twice)."""
     chunks = aiter(stream)

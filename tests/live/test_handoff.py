@@ -58,7 +58,8 @@ def run(app, *, disconnect_after: float | None = None) -> list[dict[str, Any]]:
     async def receive():
         if disconnect_after is None:
             await asyncio.Event().wait()  # the client stays
-        await asyncio.sleep(disconnect_after)
+        else:
+            await asyncio.sleep(disconnect_after)
         return {"type": "http.disconnect"}
 
     async def send(message):
