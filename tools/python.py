@@ -282,8 +282,13 @@ def _signal_reason(signum: int, tool: ExecutePythonTool) -> str:
 
 
 def _last_line(stderr: str) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no error message"
+    """The error a failed program printed last (at most 300 characters): the last line of its stderr that is
+    neither indented (a traceback's frames and source) nor a traceback's header, which a process killed while
+    it printed one leaves last (a fork bomb's children, ended with the sandbox); else its last line."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if not line[0].isspace() and line != "Traceback (most recent call last):"]
+    last = (errors or lines)[-1].strip() if lines else ""
+    return last[:300] if last else "no error message"
 
 
 def check_limits(

@@ -154,6 +154,25 @@ def test_memory_bomb(tool):
     assert info.value.reason == "execute_python exited with status 1: MemoryError"
 
 
+def test_the_reason_is_the_last_error_line_not_a_traceback_cut_off_after_it():
+    """A fork bomb's processes print tracebacks at once, and those still printing when the sandbox ends leave
+    a header or a frame last: the reason is the last exception line before them."""
+    from tools.python import _last_line
+
+    interleaved = (
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 3, in <module>\n'
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable\n"
+        "Traceback (most recent call last):\n"
+        '  File "<string>", line 3, in <module>\n'
+    )
+    assert _last_line(interleaved) == "BlockingIOError: [Errno 11] Resource temporarily unavailable"
+    assert _last_line("Traceback (most recent call last):\n") == "Traceback (most recent call last):"
+    assert _last_line("   only indented\n") == "only indented"
+    assert _last_line("\n \n") == "no error message"
+    assert _last_line("E" * 400) == "E" * 300
+
+
 def test_exception_gives_its_last_line(tool):
     with pytest.raises(ToolError) as info:
         _run(tool, "print('partial')\nraise ValueError('bad ticker')")
