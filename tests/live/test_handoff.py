@@ -6,10 +6,22 @@ off to it all the same is closed unsent."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
+import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+from rest_framework.authtoken.models import Token
+
+from citations.live_events import turn_event
 from live.handoff import HANDOFF_HEADER, StreamHandoff, hand_off
+from live.log import encode
+from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from tests.live_support import database_url
+from tests.procfile import Stack, embedded_env
 
 MARK = (HANDOFF_HEADER.encode(), b"1")
 START = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream"), MARK]}
@@ -107,3 +119,61 @@ def test_a_response_without_the_marker_goes_out_as_it_is_and_a_stream_handed_off
 
 def test_outside_a_handoff_nothing_is_taken():
     assert hand_off(Closable([])) is False  # WSGI, the tests' client: the response streams itself
+
+
+# --- the stream process (uvicorn, the Procfile's `stream:` line), a real socket per stream ------------------
+
+
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+
+
+def _open_following(port: int, turn_id: uuid.UUID, token: str) -> socket.socket:
+    """A stream of a running turn no worker advances, its `turn` event read: it stays open (keep-alives)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(
+        f"GET /api/chat/turns/{turn_id}/events/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Token {token}\r\nLast-Event-ID: 0\r\n\r\n".encode()
+    )
+    head = b""
+    while b"event: turn" not in head:
+        chunk = sock.recv(4096)
+        assert chunk, f"the stream ended before its first event: {head!r}"
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 200") and HANDOFF_HEADER.lower().encode() not in head.lower(), head
+    return sock
+
+
+@pytest.mark.django_db(transaction=True)
+def test_streams_open_on_the_stream_process_hold_no_thread_each(tmp_path, maya):
+    """Django keeps a thread per ASGI request until its response's last byte: without the handoff, 20 open
+    streams would be 20 more threads in the process."""
+    stack = Stack({"DATABASE_URL": database_url(), **embedded_env(tmp_path / "broker")}, tmp_path)
+    held: list[socket.socket] = []
+    try:
+        # One log reader thread, so the reads add no thread either.
+        stream = stack.stream(LIVE_SSE_MAX_STREAMS_PER_USER="50", LIVE_SSE_READ_THREADS="1")
+        token = Token.objects.create(user=maya).key
+        turn = LiveTurn.objects.create(
+            session_id=uuid.uuid4(), user=maya, user_message="hi", prompt_version="v5",
+            status=LiveTurnStatus.RUNNING, last_seq=1, worker_token=uuid.uuid4(),
+        )  # fmt: skip
+        event = turn_event(turn_id=str(turn.id), session_id=str(turn.session_id))
+        LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
+        held.append(_open_following(stream.port, turn.id, token))  # the first: the reader's thread, the listener
+        pid = stream.process.pid
+        deadline = time.monotonic() + 10
+        while (before := _threads(pid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if _threads(pid) == before:
+                break  # settled: the first request's thread is gone
+        held += [_open_following(stream.port, turn.id, token) for _ in range(20)]
+        deadline = time.monotonic() + 10
+        while (now := _threads(pid)) > before + 2 and time.monotonic() < deadline:
+            time.sleep(0.2)  # the last requests' threads end as their requests do
+        assert now <= before + 2, f"{now} threads with 21 streams open, {before} with one"
+    finally:
+        for sock in held:
+            sock.close()
+        stack.close()
