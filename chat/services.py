@@ -105,8 +105,8 @@ class PreparedTurn:
 def prepare_row(
     turn: TurnRecord, owner_id: int, limits: TurnLimits, assembled: AssembledTurn | None = None
 ) -> PreparedTurn:
-    """Assemble a validated turn into the row to write for the user `owner_id` (docs/turns.md); `assembled`
-    when a live turn streamed it."""
+    """Assemble a validated turn into the row to write for the user `owner_id` (SPEC 6 and 7, docs/turns.md);
+    `assembled` when a live turn streamed it. Raises `TurnRecordError` for an answer over the limits."""
     if assembled is None:
         assembled = assemble_record(turn.events)
     if len(assembled.response) > limits.max_text_chars:
@@ -187,7 +187,8 @@ def save_assembled_turn(
     user_message: str,
     assembled: AssembledTurn,
 ) -> SavedTurn:
-    """Save a live turn: what its `citations.assembler.TurnAssembler` streamed, as it streamed it (docs/turns.md).
+    """Save a live turn of the user `user_id`: what its `citations.assembler.TurnAssembler` streamed, as it
+    streamed it (SPEC 6 and 11, docs/turns.md).
 
     The same row and the same checks as `save_turn` for the record the turn
     made, without writing that record out and reading it back. Raises

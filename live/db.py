@@ -104,12 +104,17 @@ def append_batch(
 
 @functools.cache
 def _names() -> dict[str, str]:
+    """The live tables' and columns' names, quoted: `turns`, `events`, `turn.<field>` (each concrete field of
+    `LiveTurn`), `turn.*` (all of them, in the model's order), `event.<field>`."""
     quote = connection.ops.quote_name
-    turn_columns = ("id", "worker_token", "status", "last_seq", "progressed_at")
+    turn_columns = {
+        f"turn.{field.name}": quote(_column(LiveTurn, field.name)) for field in LiveTurn._meta.concrete_fields
+    }
     return {
         "turns": quote(LiveTurn._meta.db_table),
         "events": quote(LiveTurnEvent._meta.db_table),
-        **{f"turn.{name}": quote(_column(LiveTurn, name)) for name in turn_columns},
+        **turn_columns,
+        "turn.*": ", ".join(turn_columns.values()),
         **{f"event.{name}": quote(_column(LiveTurnEvent, name)) for name in ("turn_id", "seq", "event", "data")},
     }
 
@@ -132,10 +137,8 @@ def _append_postgresql(
     n = _names()
     sets, values = [f"{n['turn.last_seq']} = %s", f"{n['turn.progressed_at']} = now()"], [last]  # type: tuple[list[str], list[Any]]
     for name, value in finish.items():
-        field = LiveTurn._meta.get_field(name)
-        assert isinstance(field, Field)
-        sets.append(f"{connection.ops.quote_name(_column(LiveTurn, name))} = %s")
-        values.append(field.get_db_prep_save(value, connection))
+        sets.append(f"{n[f'turn.{name}']} = %s")
+        values.append(_field(LiveTurn, name).get_db_prep_save(value, connection))
     batch = orjson.dumps([{"seq": seq, "event": event, "data": data} for seq, event, data in rows]).decode()
     sql = (
         f"WITH turn AS (UPDATE {n['turns']} SET {', '.join(sets)} "  # noqa: S608 - names from the models
@@ -154,27 +157,28 @@ def _append_postgresql(
 
 
 def claim_queued(turn_id: uuid.UUID, task_id: uuid.UUID | None, token: uuid.UUID, now: dt.datetime) -> LiveTurn | None:
-    """Take the turn `turn_id` while it is `queued` (and `task_id`'s, unless None): `running` under `token`,
-    started and progressed `now`, in one statement on either database (`UPDATE ... RETURNING`; SQLite has it
-    since 3.35). The row as written, or None when the turn is not queued or is another task's
-    (`live.engine.turn_take` then reads it under a lock: a takeover, a stale task, nothing to run).
+    """Take the turn `turn_id` while it is `queued` (and `task_id`'s, unless None; SPEC 11, docs/job-engine.md):
+    `running` under `token`, started and progressed at `now` (an aware datetime), in one statement on either
+    database (`UPDATE ... RETURNING`; SQLite has it since 3.35). The row as written, or None when the turn is
+    not queued or is another task's (`live.engine.turn_take` then reads it under a lock: a takeover, a stale
+    task, nothing to run).
 
     In a transaction of its own, not in autocommit: a worker killed while its `UPDATE` waits for the row
     (another transaction holds it) must leave the turn queued, and an `UPDATE` in autocommit would commit
-    once the row is free, the worker gone (PostgreSQL notices a dead client only when it next reads)."""
-    quote = connection.ops.quote_name
+    once the row is free, the worker gone (PostgreSQL notices a dead client only when it next reads). Raises
+    the database's errors (`DatabaseError`); nothing is written then."""
+    n = _names()
     sets: dict[str, Any] = {"status": LiveTurnStatus.RUNNING, "worker_token": token, "started_at": now}
     sets["progressed_at"] = now
     where: dict[str, Any] = {"id": turn_id, "status": LiveTurnStatus.QUEUED}
     if task_id is not None:
         where["task_id"] = task_id
-    columns = ", ".join(quote(_column(LiveTurn, field.name)) for field in LiveTurn._meta.concrete_fields)
     sql = (
-        f"UPDATE {quote(LiveTurn._meta.db_table)} SET "  # noqa: S608 - names from the model
-        + ", ".join(f"{quote(_column(LiveTurn, name))} = %s" for name in sets)
+        f"UPDATE {n['turns']} SET "  # noqa: S608 - names from the model
+        + ", ".join(f"{n[f'turn.{name}']} = %s" for name in sets)
         + " WHERE "
-        + " AND ".join(f"{quote(_column(LiveTurn, name))} = %s" for name in where)
-        + f" RETURNING {columns}"
+        + " AND ".join(f"{n[f'turn.{name}']} = %s" for name in where)
+        + f" RETURNING {n['turn.*']}"
     )
     params = [
         _field(LiveTurn, name).get_db_prep_value(value, connection) for name, value in (*sets.items(), *where.items())
@@ -185,19 +189,19 @@ def claim_queued(turn_id: uuid.UUID, task_id: uuid.UUID | None, token: uuid.UUID
 
 
 def mark_sent(turn_id: uuid.UUID, task_id: uuid.UUID, now: dt.datetime) -> bool:
-    """`sent_at = now` on the turn while its task is still `task_id` and it was not marked yet, in one
-    autocommit statement that never waits for the row (PostgreSQL: the row picked `FOR UPDATE SKIP LOCKED`;
-    a worker taking the turn may hold it). Whether it marked it."""
+    """`sent_at = now` (an aware datetime) on the turn while its task is still `task_id` and it was not marked
+    yet (SPEC 11, docs/job-engine.md#the-workers-sweep), in one autocommit statement that never waits for the
+    row (PostgreSQL: the row picked `FOR UPDATE SKIP LOCKED`; a worker taking the turn may hold it). Whether
+    it marked it; raises the database's errors (`DatabaseError`)."""
     if connection.vendor != "postgresql":
         with one_writer():
             unsent = LiveTurn.objects.filter(pk=turn_id, task_id=task_id, sent_at__isnull=True)
             return bool(unsent.update(sent_at=now))
-    table, quote = LiveTurn._meta.db_table, connection.ops.quote_name
-    column = {name: quote(_column(LiveTurn, name)) for name in ("id", "task_id", "sent_at")}
+    n = _names()
     sql = (
-        f"UPDATE {quote(table)} SET {column['sent_at']} = %s WHERE {column['id']} = ("  # noqa: S608 - model names
-        f"SELECT {column['id']} FROM {quote(table)} WHERE {column['id']} = %s AND {column['task_id']} = %s "
-        f"AND {column['sent_at']} IS NULL FOR UPDATE SKIP LOCKED)"
+        f"UPDATE {n['turns']} SET {n['turn.sent_at']} = %s WHERE {n['turn.id']} = ("  # noqa: S608 - model names
+        f"SELECT {n['turn.id']} FROM {n['turns']} WHERE {n['turn.id']} = %s AND {n['turn.task_id']} = %s "
+        f"AND {n['turn.sent_at']} IS NULL FOR UPDATE SKIP LOCKED)"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [now, turn_id, task_id])

@@ -52,8 +52,9 @@ def turn_acquire(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> uuid.U
 
 
 def turn_take(turn_id: uuid.UUID, task_id: uuid.UUID | None = None) -> LiveTurn | None:
-    """Take `turn_id` for the task `task_id` (None: whichever task): the turn as taken (`running`, its
-    `worker_token` the new token the worker runs it under), or None when there is nothing to run.
+    """Take `turn_id` for the task `task_id` (None: whichever task; SPEC 11, docs/job-engine.md): the turn's row
+    as taken (`running`, its `worker_token` the new token the worker runs it under), or None when there is
+    nothing to run.
 
     A queued turn is taken in one statement (`live.db.claim_queued`); otherwise the row is read under a lock:
     a running turn (a redelivered task) is taken over, a stale task or an ended turn does nothing, and a turn

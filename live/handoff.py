@@ -47,9 +47,9 @@ _handed: contextvars.ContextVar[list[AsyncIterable[bytes]] | None] = contextvars
 
 
 def hand_off(stream: AsyncIterable[bytes]) -> bool:
-    """Give `stream` to this request's `StreamHandoff` to send after the response's start; False when none runs
-    (WSGI, the tests' client: the response streams it itself). The caller then marks its response with
-    `HANDOFF_HEADER` and gives it no body."""
+    """Give `stream` (an async iterable of SSE bytes, SPEC 11) to this request's `StreamHandoff` to send after
+    the response's start; False when none runs (WSGI, the tests' client: the response streams it itself).
+    The caller then marks its response with `HANDOFF_HEADER` and gives it no body. Never raises."""
     handed = _handed.get()
     if handed is None:
         return False
@@ -58,7 +58,8 @@ def hand_off(stream: AsyncIterable[bytes]) -> bool:
 
 
 class StreamHandoff:
-    """An ASGI middleware around Django's handler: sends the streams its views hand off (see the module)."""
+    """An ASGI middleware around Django's handler: sends the streams its views hand off (SPEC 11; see the
+    module). Only `GET` and `POST` hand off; any other request passes through untouched."""
 
     def __init__(self, app: Any) -> None:
         self.app = app

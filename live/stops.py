@@ -215,8 +215,9 @@ def watching(turn_id: uuid.UUID, token: uuid.UUID) -> Iterator[None]:
 
 
 def turn_lost(turn_id: uuid.UUID) -> None:
-    """The worker found the turn it runs no longer its own (a write refused: `LostTurnError`) before the
-    watcher read it: its watch fires, as the watcher's would have (a no-op outside `watching`)."""
+    """The worker found the turn it runs no longer its own (a write refused: `LostTurnError`; SPEC 16, a stop)
+    before the watcher read it: its watch fires, as the watcher's would have, so `watching` reads the row for
+    its let-go line. A no-op outside `watching`; never raises (a failing stop callback is logged by class)."""
     watch = _watcher.get(turn_id)
     if watch is not None:
         watch.fire()

@@ -331,3 +331,25 @@ class SSEClient:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def running_turn(user: Any) -> Any:
+    """A running turn with its `turn` event that no worker advances: its streams stay open (keep-alives)
+    until closed."""
+    from citations.live_events import turn_event
+    from live.log import encode
+    from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+
+    session_id = uuid.uuid4()
+    turn = LiveTurn.objects.create(
+        session_id=session_id,
+        user=user,
+        user_message="hi",
+        prompt_version="v5",
+        status=LiveTurnStatus.RUNNING,
+        last_seq=1,
+        worker_token=uuid.uuid4(),
+    )
+    event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
+    LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
+    return turn

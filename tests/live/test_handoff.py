@@ -16,11 +16,8 @@ from typing import Any
 import pytest
 from rest_framework.authtoken.models import Token
 
-from citations.live_events import turn_event
 from live.handoff import HANDOFF_HEADER, StreamHandoff, hand_off
-from live.log import encode
-from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
-from tests.live_support import database_url
+from tests.live_support import database_url, running_turn
 from tests.procfile import Stack, embedded_env
 
 MARK = (HANDOFF_HEADER.encode(), b"1")
@@ -155,12 +152,7 @@ def test_streams_open_on_the_stream_process_hold_no_thread_each(tmp_path, maya):
         # One log reader thread, so the reads add no thread either.
         stream = stack.stream(LIVE_SSE_MAX_STREAMS_PER_USER="50", LIVE_SSE_READ_THREADS="1")
         token = Token.objects.create(user=maya).key
-        turn = LiveTurn.objects.create(
-            session_id=uuid.uuid4(), user=maya, user_message="hi", prompt_version="v5",
-            status=LiveTurnStatus.RUNNING, last_seq=1, worker_token=uuid.uuid4(),
-        )  # fmt: skip
-        event = turn_event(turn_id=str(turn.id), session_id=str(turn.session_id))
-        LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
+        turn = running_turn(maya)
         held.append(_open_following(stream.port, turn.id, token))  # the first: the reader's thread, the listener
         pid = stream.process.pid
         deadline = time.monotonic() + 10

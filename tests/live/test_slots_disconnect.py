@@ -11,37 +11,17 @@ from __future__ import annotations
 
 import socket
 import time
-import uuid
 
 import pytest
 from rest_framework.authtoken.models import Token
 
-from citations.live_events import turn_event
-from live.log import encode
-from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
-from tests.live_support import database_url
+from live.models import LiveTurn, LiveTurnEvent
+from tests.live_support import database_url, running_turn
 from tests.procfile import Stack, embedded_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CAP = 3
-
-
-def _running_turn(user) -> LiveTurn:
-    """A running turn that no worker advances: its streams stay open (keep-alives) until closed."""
-    session_id = uuid.uuid4()
-    turn = LiveTurn.objects.create(
-        session_id=session_id,
-        user=user,
-        user_message="hi",
-        prompt_version="v5",
-        status=LiveTurnStatus.RUNNING,
-        last_seq=1,
-        worker_token=uuid.uuid4(),
-    )
-    event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
-    LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
-    return turn
 
 
 def _request(turn: LiveTurn, token: str) -> bytes:
@@ -69,7 +49,7 @@ def stream(tmp_path):
 
 def test_clients_that_leave_before_the_headers_leave_every_slot_free(stream, maya):
     token = Token.objects.create(user=maya).key
-    turn = _running_turn(maya)
+    turn = running_turn(maya)
     request = _request(turn, token)
     for _ in range(60):
         with socket.create_connection(("127.0.0.1", stream.port)) as sock:
@@ -79,8 +59,8 @@ def test_clients_that_leave_before_the_headers_leave_every_slot_free(stream, may
 
 def test_clients_that_leave_mid_replay_or_mid_follow_leave_every_slot_free(stream, maya):
     token = Token.objects.create(user=maya).key
-    running = _running_turn(maya)
-    long_log = _running_turn(maya)  # 2,500 events: a replay of three pages, about 0.3 MB
+    running = running_turn(maya)
+    long_log = running_turn(maya)  # 2,500 events: a replay of three pages, about 0.3 MB
     LiveTurnEvent.objects.bulk_create(
         LiveTurnEvent(turn=long_log, seq=seq, event="text", data='{"text":"%s"}' % ("x" * 100))
         for seq in range(2, 2502)
