@@ -46,7 +46,7 @@ run: install
 	$(BIN)/python manage.py setup_demo --base-url http://$(HOST)
 	nice -n 10 $(BIN)/celery -A silvia.celery worker --loglevel WARNING --without-gossip --without-mingle & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(call run_lock,$(abspath $(BIN))/python -m uvicorn silvia.asgi:application --lifespan off --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST))))
+	$(call run_lock,$(abspath $(BIN))/python -m uvicorn silvia.asgi:application --http httptools --loop uvloop --lifespan off --host $(word 1,$(subst :, ,$(HOST))) --port $(word 2,$(subst :, ,$(HOST))))
 
 # Stop at once, saying why, when an address a target serves on is taken: `$(call port_free,HOST:PORT,what,VAR)`.
 # (Started anyway, the recorded model would fail among the migrate output and every live turn after it.)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from email.message import Message
 from pathlib import Path
 
 import pytest
@@ -183,13 +184,15 @@ def test_readyz_names_the_job_engine_when_its_broker_is_down(settings, caplog):
     assert "readyz: job_engine unavailable (ConnectionRefusedError)" in caplog.text
 
 
-def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Message, bytes]:
+    """A GET's status, headers (looked up in any case, as HTTP's names are: httptools under uvicorn sends
+    some in lower case) and body."""
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
+        return error.code, error.headers, error.read()
 
 
 @pytest.mark.django_db(transaction=True)
