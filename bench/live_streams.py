@@ -26,6 +26,10 @@ Figures (median and range over the rounds):
 - **RSS growth** of the stream process: its VmRSS with every stream open
   (when the last one has its first event) minus before they opened. Goal <= 300 MiB at 1,000;
   its threads then, beside them;
+- **CPU per stream opened** (`cpu ms/open`): the stream process's CPU time
+  (user + system) from before the streams open to when the last has its
+  first event, over the level's streams (the running turns' sends in that
+  time included);
 - **GET p99 during**: `GET /api/chat/sessions/<id>` of another session on the
   web process, every 20 ms while the streams are open, against the same GET
   before (idle). Goal <= 3x.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import threading
@@ -47,6 +52,12 @@ if str(ROOT) not in sys.path:
 
 from bench._timing import postgres_server_url  # noqa: E402
 from bench.live_turns import _get, _run_streams, answer_script, ms, pct, scratch_database  # noqa: E402
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _status(pid: int, key: str) -> int:
@@ -107,9 +118,9 @@ class Follower:
         return self.status == 200 and bool(self.names) and self.names[-1] == "done"
 
 
-async def _open_all(followers: list[Follower], rss: dict[str, int], pid: int, ramp: float) -> None:
+async def _open_all(followers: list[Follower], rss: dict[str, float], pid: int, ramp: float) -> None:
     """Open every stream, all at once (`ramp` 0) or evenly over `ramp` seconds; note the stream process's
-    RSS and threads once each has its first event (or failed)."""
+    RSS, threads and CPU time once each has its first event (or failed)."""
     tasks, started = [], time.perf_counter()
     for index, follower in enumerate(followers):
         if ramp:
@@ -119,6 +130,7 @@ async def _open_all(followers: list[Follower], rss: dict[str, int], pid: int, ra
         await asyncio.sleep(0.05)
     rss["open"] = _status(pid, "VmRSS")
     rss["threads"] = _status(pid, "Threads")
+    rss["cpu"] = _cpu_seconds(pid)
     await asyncio.gather(*tasks)
 
 
@@ -211,7 +223,8 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
 
                 probe = threading.Thread(target=getter)
                 before = _status(stream.process.pid, "VmRSS")
-                rss: dict[str, int] = {}
+                rss: dict[str, float] = {}
+                cpu_before = _cpu_seconds(stream.process.pid)
                 probe.start()
                 asyncio.run(_open_all(followers, rss, stream.process.pid, args.ramp_seconds))
                 stop.set()
@@ -226,6 +239,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
                     ("first p99", pct(firsts, 0.99)),
                     ("rss MiB", (rss["open"] - before) / 1024),
                     ("threads", float(rss["threads"])),
+                    ("cpu ms/open", (rss["cpu"] - cpu_before) * 1000 / level),
                     ("get ratio", pct(loaded, 0.99) / pct(idle, 0.99)),
                     ("get p99 idle", pct(idle, 0.99)),
                     ("get p99 during", pct(loaded, 0.99)),
@@ -253,7 +267,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
 def _shown(key: str, value: float) -> str:
     if key.startswith(("first", "get p99")):
         return ms(value).strip()
-    return f"{value:.2f}" if key == "get ratio" else f"{value:.0f}"
+    return f"{value:.2f}" if key in ("get ratio", "cpu ms/open") else f"{value:.0f}"
 
 
 def _turns(port: int, tokens: list[str]) -> list[str]:
