@@ -32,7 +32,7 @@ import logging
 from collections.abc import AsyncIterable
 from typing import Any
 
-__all__ = ["HANDOFF_HEADER", "StreamHandoff", "hand_off"]
+__all__ = ["HANDOFF_HEADER", "StreamHandoff", "hand_off", "send_stream"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +94,12 @@ class StreamHandoff:
                 if other is not stream:
                     await _close(other)
         if stream is not None:
-            await _serve(stream, receive, send)
+            await send_stream(stream, receive, send)
 
 
-async def _serve(stream: AsyncIterable[bytes], receive: Any, send: Any) -> None:
-    """Send `stream` as the response's body until it ends or the client leaves; then close it."""
+async def send_stream(stream: AsyncIterable[bytes], receive: Any, send: Any) -> None:
+    """Send `stream` (SSE bytes, SPEC 11) as an ASGI response's body, its start sent already, until it ends or
+    the client leaves (`http.disconnect`); then close it (`aclose`, then its `close()`)."""
     chunks = aiter(stream)
 
     async def pump() -> None:

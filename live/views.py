@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -83,6 +84,36 @@ def stream_protocol(request: Request) -> str | None:
     raise ValidationError({"protocol": [f"Expected {AI_SDK!r}, or no protocol for this service's own events."]})
 
 
+def event_stream(
+    turn_id: uuid.UUID,
+    after: int,
+    *,
+    asgi: bool,
+    view: str,
+    protocol: str | None,
+    on_close: Callable[[], None] | None = None,
+) -> Any:
+    """The SSE bytes of the turn's events after id `after` (SPEC 11; the AI SDK's: from the start): an async
+    iterator (`asgi`, the event loop's) or a sync one (WSGI), counted in `silvia_sse_streams_open{view}`
+    while it is served (docs/metrics.md); `on_close` is called once it ends, or when it is closed unread.
+    Never raises."""
+    from telemetry.metrics import count_open_stream  # with the first stream, not at start-up
+
+    serve = async_stream if asgi else sync_stream
+    stream = count_open_stream(serve(turn_id, after, protocol=protocol, on_close=on_close), view=view)
+    if on_close is not None:
+        stream = closing(stream, on_close)
+    return stream
+
+
+def stream_headers(protocol: str | None) -> dict[str, str]:
+    """The headers of a stream's response, ours or the AI SDK's (docs/live.md)."""
+    if protocol == AI_SDK:
+        return dict(AI_SDK_HEADERS)
+    # X-Accel-Buffering: nginx must not buffer the stream.
+    return {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
 def sse_response(
     request: HttpRequest,
     turn_id: uuid.UUID,
@@ -92,25 +123,14 @@ def sse_response(
     protocol: str | None,
     on_close: Callable[[], None] | None = None,
 ) -> StreamingHttpResponse:
-    """`text/event-stream` of the turn's events after id `after` (the AI SDK's: from the start); async under
-    ASGI, sync under WSGI. Counted in `silvia_sse_streams_open{view}` while it is served (docs/metrics.md);
-    `on_close` is called once it ends."""
-    from telemetry.metrics import count_open_stream  # with the first stream, not at start-up
-
-    serve = async_stream if isinstance(request, ASGIRequest) else sync_stream
-    stream = count_open_stream(serve(turn_id, after, protocol=protocol, on_close=on_close), view=view)
-    if on_close is not None:
-        stream = closing(stream, on_close)
+    """`text/event-stream` of the turn's events after id `after` (`event_stream`); async under ASGI, sync
+    under WSGI."""
+    asgi = isinstance(request, ASGIRequest)
+    stream = event_stream(turn_id, after, asgi=asgi, view=view, protocol=protocol, on_close=on_close)
     release_connection()  # the request's connection goes back to the pool before the stream starts
     # The stream process sends the stream itself once this request is over (live.handoff): no thread held.
-    handed_off = isinstance(request, ASGIRequest) and hand_off(stream)
-    body = _no_body() if handed_off else stream
-    if protocol == AI_SDK:
-        response = StreamingHttpResponse(body, headers=dict(AI_SDK_HEADERS))
-    else:
-        response = StreamingHttpResponse(body, content_type="text/event-stream; charset=utf-8")
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+    handed_off = asgi and hand_off(stream)
+    response = StreamingHttpResponse(_no_body() if handed_off else stream, headers=stream_headers(protocol))
     if handed_off:
         response[HANDOFF_HEADER] = "1"
     return response
@@ -120,6 +140,17 @@ async def _no_body() -> AsyncIterator[bytes]:
     """The body of a response whose stream was handed off (`live.handoff`): nothing."""
     return
     yield b""  # an async generator that yields nothing
+
+
+def owned_turn(user_id: Any, turn_id: uuid.UUID) -> tuple[str, int, uuid.UUID] | None:
+    """The turn's `(status, last_seq, session_id)` when it is `user_id`'s, else None (another user's turn
+    is not found, SPEC 11). One statement."""
+    return LiveTurn.objects.filter(pk=turn_id, user_id=user_id).values_list("status", "last_seq", "session_id").first()
+
+
+def event_id(raw: str) -> int | None:
+    """A `Last-Event-ID` (or `?after=`): the event id it names (ASCII digits, at most 9), else None."""
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else None
 
 
 def _busy(detail: str, status: int) -> Response:
@@ -229,9 +260,7 @@ class TurnEventsView(KeepsHttpRequest, APIView):
     )
     def get(self, request: Request, turn_id: str):
         turn_uuid = parse_uuid(turn_id)
-        # IsAuthenticated: request.user is a User here, not the AnonymousUser the stubs also allow.
-        owned = LiveTurn.objects.filter(pk=turn_uuid, user=request.user)  # type: ignore[misc]
-        turn = owned.values_list("status", "last_seq", "session_id").first() if turn_uuid is not None else None
+        turn = owned_turn(request.user.pk, turn_uuid) if turn_uuid is not None else None
         if turn is None or turn_uuid is None:
             raise NotFound()
         protocol = stream_protocol(request)
@@ -240,10 +269,10 @@ class TurnEventsView(KeepsHttpRequest, APIView):
         if protocol == AI_SDK:
             after = 0  # its reconnect replays the turn whole: Last-Event-ID and ?after are not read, nor refused
         else:
-            raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-            if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+            read = event_id(request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0")
+            if read is None:
                 raise ValidationError({"after": ["Last-Event-ID (or ?after=) must be a non-negative event id."]})
-            after = int(raw)
+            after = read
         status, last_seq, _ = turn
         if protocol != AI_SDK and status not in ACTIVE_STATUSES and after >= last_seq:
             return HttpResponse(status=204)  # an EventSource stops here (docs/live.md#end-of-stream)

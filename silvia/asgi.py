@@ -13,7 +13,9 @@ answers the rest `503` with `Retry-After` after
 `LIVE_TURN_ADMISSION_WAIT_SECONDS`, before any takes a pooled connection
 (docs/live.md#admission). Inside that, `live.slots.GiveBackSlots` gives back
 the stream slots a request took when its ASGI call ends: a client that
-leaves before its headers never gets a response to close. Innermost,
+leaves before its headers never gets a response to close. Inside that,
+`live.direct.DirectOpens` answers the plain case of a stream open without
+Django's request (`LIVE_SSE_DIRECT_OPENS`). Innermost,
 `live.handoff.StreamHandoff` sends a turn's event stream once Django's
 request is over (no thread held by an open stream).
 """
@@ -140,7 +142,18 @@ def _gate(app: Any) -> AdmissionGate:
     )
 
 
-application = BodyLimit(_gate(GiveBackSlots(StreamHandoff(django_application))), _limit())
+def _direct(app: Any) -> Any:
+    from django.conf import settings
+
+    if not settings.LIVE_SSE_DIRECT_OPENS:
+        return app
+    from live.direct import DirectOpens
+    from silvia.middleware import refuse_control_characters
+
+    return DirectOpens(app, guard=refuse_control_characters)
+
+
+application = BodyLimit(_gate(GiveBackSlots(_direct(StreamHandoff(django_application)))), _limit())
 
 from live.configured import warn_if_no_model  # noqa: E402  (after Django is set up)
 from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queued through it)

@@ -360,6 +360,9 @@ LIVE_SSE_READ_RETRIES = env.int("LIVE_SSE_READ_RETRIES", default=5)
 LIVE_SSE_RETRY_MS = env.int("LIVE_SSE_RETRY_MS", default=3000)
 # Event streams (reconnects, GET .../events/) one user may have open in one process; past it 429.
 LIVE_SSE_MAX_STREAMS_PER_USER = env.int("LIVE_SSE_MAX_STREAMS_PER_USER", default=20)
+# The stream process opens a plain stream (a token, a queued or running turn, Last-Event-ID) without Django's
+# request (live.direct; docs/live.md#direct-opens); false sends every open through Django.
+LIVE_SSE_DIRECT_OPENS = env.bool("LIVE_SSE_DIRECT_OPENS", default=True)
 # Extra tool factories, dotted paths of callables returning a ToolExecutor or None (tools.registry).
 LIVE_TOOL_FACTORIES = env.list("LIVE_TOOL_FACTORIES", default=[])
 

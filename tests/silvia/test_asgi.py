@@ -23,6 +23,7 @@ import pytest
 from django.core.handlers.asgi import ASGIHandler
 
 from live.admission import AdmissionGate
+from live.direct import DirectOpens
 from live.handoff import StreamHandoff
 from live.slots import GiveBackSlots
 from silvia.asgi import BodyLimit, application, django_application
@@ -79,8 +80,9 @@ def _token_headers(token_client) -> list[tuple[bytes, bytes]]:
 def test_the_application_is_djangos_stock_handler_inside_the_body_limit_and_the_admission_gate():
     assert type(django_application) is ASGIHandler
     assert isinstance(application, BodyLimit) and isinstance(application.app, AdmissionGate)
-    assert isinstance(application.app.app, GiveBackSlots) and isinstance(application.app.app.app, StreamHandoff)
-    assert application.app.app.app.app is django_application
+    assert isinstance(application.app.app, GiveBackSlots) and isinstance(application.app.app.app, DirectOpens)
+    assert isinstance(application.app.app.app.app, StreamHandoff)
+    assert application.app.app.app.app.app is django_application
 
 
 def test_the_api_answers_through_it(token_client):
