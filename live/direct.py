@@ -19,7 +19,9 @@ to Django untouched. The plain case is a `GET` of the events route
   control character), a `Host` that
   `ALLOWED_HOSTS` allows (`HttpRequest.get_host`), no redirect due and no
   user agent refused (`SecurityMiddleware` and `CommonMiddleware` asked);
-- names a turn of that user that is queued or running (`live.views.owned_turn`);
+- names a turn of that user (`live.views.owned_turn`) that is queued or
+  running, or has ended with events after `Last-Event-ID` still kept (the
+  view's 204 and 410 are the view's);
 - finds a stream slot free for the user (`LIVE_SSE_MAX_STREAMS_PER_USER`).
 
 Its response is the view's: `200`, `live.views.stream_headers`, then the
@@ -27,7 +29,7 @@ headers DRF's view and the security middleware add (`Allow`, `Vary`,
 `X-Content-Type-Options`, `Referrer-Policy`, `Cross-Origin-Opener-Policy`,
 `X-Frame-Options`, HSTS when due: computed by the same classes), and the same
 stream (`live.views.event_stream`), sent on the event loop. Anything else (a
-session cookie, an ended turn, another user's turn, a full set of slots, a
+session cookie, an ended turn held whole, another user's turn, a full set of slots, a
 database that fails the check) goes to Django, which answers it as before
 (`tests/live/test_direct.py` holds each case and the two answers side by
 side). The checks run on the streams' read threads (`live.stream.read_executor`):
@@ -60,6 +62,7 @@ from citations.uuids import parse_uuid
 from live.handoff import send_stream
 from live.log import release_connection
 from live.models import ACTIVE_STATUSES
+from live.retention import turn_events_pruned
 from live.slots import STREAM_SLOTS
 from live.stream import read_executor
 from live.views import TurnEventsView, event_id, event_stream, owned_turn, stream_headers
@@ -75,7 +78,7 @@ Guard = Callable[[HttpRequest], HttpResponse | None]
 def plain_open(request: ASGIRequest, turn_id: str, guard: Guard) -> tuple[Any, uuid.UUID, int] | None:
     """`(user id, turn id, after)` when `request` (a `GET` of the events route for `turn_id`) is the plain
     case the module names, `guard` (what the middleware chain answers before any view, or None) letting it
-    through; else None (Django answers it). Two statements at most, on the calling thread's pooled
+    through; else None (Django answers it). Three statements at most, on the calling thread's pooled
     connection, given back before it returns. Never raises: a check that fails is Django's to answer."""
     try:
         turn_uuid = parse_uuid(turn_id)
@@ -90,8 +93,10 @@ def plain_open(request: ASGIRequest, turn_id: str, guard: Guard) -> tuple[Any, u
             return None  # no token: a session, or anonymous
         user = authenticated[0]
         turn = owned_turn(user.pk, turn_uuid)
-        if turn is None or turn[0] not in ACTIVE_STATUSES:
-            return None  # not found, or ended (a 204, a 410 or a replay to its end: the view's)
+        if turn is None:
+            return None  # the view's 404
+        if turn[0] not in ACTIVE_STATUSES and (after >= turn[1] or turn_events_pruned(turn_uuid)):
+            return None  # an ended turn the client holds whole (the view's 204), or its log pruned (410)
         return user.pk, turn_uuid, after
     except (AuthenticationFailed, DisallowedHost, PermissionDenied):
         return None

@@ -20,7 +20,7 @@ from rest_framework.authtoken.models import Token
 
 import live.stream
 from live.direct import DirectOpens, response_headers
-from live.models import LiveTurnStatus
+from live.models import LiveTurnEvent, LiveTurnStatus
 from live.slots import STREAM_SLOTS
 from silvia.middleware import refuse_control_characters
 from tests.live_support import database_url, running_turn
@@ -101,6 +101,18 @@ def test_the_plain_case_is_answered_without_django_with_the_views_headers_and_it
     assert STREAM_SLOTS.open_streams(maya.pk) == 0  # the client left: its slot is back
 
 
+def test_an_ended_turn_is_replayed_to_its_end(maya):
+    token = Token.objects.create(user=maya).key
+    turn = running_turn(maya)
+    type(turn).objects.filter(pk=turn.pk).update(status=LiveTurnStatus.FAILED, error={"type": "x", "message": "m"})
+    reached, sent = _open(_plain(turn.id, token), until=b"the client stays until the end")
+    assert reached == [] and sent[0]["status"] == 200
+    body = b"".join(message.get("body", b"") for message in sent[1:])
+    assert body.startswith(b"retry: 3000\n\nid: 1\nevent: turn\n")  # then it ends: failed by its status alone
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert STREAM_SLOTS.open_streams(maya.pk) == 0
+
+
 def test_a_stream_after_an_event_id_starts_after_it(maya):
     token = Token.objects.create(user=maya).key
     turn = running_turn(maya)
@@ -125,7 +137,8 @@ def _nothing() -> None:
         "another user's turn",
         "an unknown turn",
         "a turn id that is not one",
-        "an ended turn",
+        "an ended turn held whole",
+        "an ended turn whose log was pruned",
         "a bad event id",
         "a query string",
         "a disallowed host",
@@ -159,8 +172,12 @@ def test_every_other_open_goes_to_django_untouched(case, maya, other_user, setti
         path = f"/api/chat/turns/{uuid.uuid4()}/events/"
     elif case == "a turn id that is not one":
         path = "/api/chat/turns/not-a-uuid/events/"
-    elif case == "an ended turn":
+    elif case == "an ended turn held whole":
         type(turn).objects.filter(pk=turn.pk).update(status=LiveTurnStatus.DONE)
+        headers["Last-Event-ID"] = "1"
+    elif case == "an ended turn whose log was pruned":
+        type(turn).objects.filter(pk=turn.pk).update(status=LiveTurnStatus.DONE)
+        LiveTurnEvent.objects.filter(turn=turn).delete()
     elif case == "a bad event id":
         headers["Last-Event-ID"] = "-1"
     elif case == "a query string":
@@ -199,16 +216,19 @@ def test_a_redirect_due_or_a_refused_user_agent_goes_to_django(setting, maya, se
 # --- the Procfile's stream process: the same open, directly and through Django --------------------------------
 
 
-def _head_and_first_event(port: int, turn_id: uuid.UUID, token: str) -> tuple[str, dict[str, str], bytes]:
+def _head_and_first_event(
+    port: int, turn_id: uuid.UUID, token: str, until: bytes = b"event: turn"
+) -> tuple[str, dict[str, str], bytes]:
+    """The status line, headers (but the date and server) and body of an open, read until `until`."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(
             f"GET /api/chat/turns/{turn_id}/events/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Authorization: Token {token}\r\nLast-Event-ID: 0\r\n\r\n".encode()
         )
         data = b""
-        while b"event: turn" not in data:
+        while until not in data:
             chunk = sock.recv(4096)
-            assert chunk, f"the stream ended before its first event: {data!r}"
+            assert chunk, f"the stream ended before {until!r}: {data!r}"
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     status, *lines = head.decode("latin1").split("\r\n")
@@ -220,16 +240,23 @@ def _head_and_first_event(port: int, turn_id: uuid.UUID, token: str) -> tuple[st
 
 def test_on_the_stream_process_a_direct_open_answers_as_django_does(tmp_path, maya):
     token = Token.objects.create(user=maya).key
-    turn = running_turn(maya)
+    turn, ended = running_turn(maya), running_turn(maya)
+    type(ended).objects.filter(pk=ended.pk).update(status=LiveTurnStatus.FAILED, error={"type": "x", "message": "m"})
     stack = Stack({"DATABASE_URL": database_url(), **embedded_env(tmp_path / "broker")}, tmp_path)
     try:
-        direct = _head_and_first_event(stack.stream().port, turn.id, token)
-        through_django = _head_and_first_event(stack.stream(LIVE_SSE_DIRECT_OPENS="false").port, turn.id, token)
+        answers = []
+        for port in (stack.stream().port, stack.stream(LIVE_SSE_DIRECT_OPENS="false").port):
+            answers.append(
+                (
+                    _head_and_first_event(port, turn.id, token),
+                    _head_and_first_event(port, ended.id, token, until=b"\r\n0\r\n\r\n"),  # replayed to its end
+                )
+            )
     finally:
         stack.close()
-    assert direct[0] == through_django[0] == "HTTP/1.1 200 OK"
-    assert direct[1] == through_django[1]
-    assert direct[2] == through_django[2]
+    direct, through_django = answers
+    assert direct[0][0] == through_django[0][0] == "HTTP/1.1 200 OK"
+    assert direct == through_django
 
 
 def test_response_headers_are_the_stream_headers_and_the_middlewares(rf, settings):
