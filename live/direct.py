@@ -86,7 +86,7 @@ def plain_open(request: ASGIRequest, turn_id: str, guard: Guard) -> tuple[Any, u
         if turn_uuid is None or after is None or guard(request) is not None:
             return None
         request.get_host()  # DisallowedHost: Django's 400
-        if _security().process_request(request) is not None or CommonMiddleware(_unused).process_request(request):
+        if _security().process_request(request) is not None or _common().process_request(request) is not None:
             return None  # the HTTPS redirect, the `www.` one (PermissionDenied: a user agent refused)
         authenticated = TokenAuthentication().authenticate(request)  # type: ignore[arg-type]  # reads META only
         if authenticated is None:
@@ -128,6 +128,10 @@ def _security() -> SecurityMiddleware:
     return SecurityMiddleware(_unused)  # made per request: it reads its settings when made
 
 
+def _common() -> CommonMiddleware:
+    return CommonMiddleware(_unused)
+
+
 def _frame_options() -> XFrameOptionsMiddleware:
     return XFrameOptionsMiddleware(_unused)
 
@@ -141,7 +145,8 @@ def _async_plain_open() -> Any:
 class DirectOpens:
     """An ASGI middleware in front of Django's handler: answers the plain case of a stream open itself
     (see the module; SPEC 11's answer), hands every other request to `app` untouched. `guard`: what the
-    application's middleware answers a request before any view (None: on)."""
+    application's own middleware answers a request before any view, or None to let it on
+    (`silvia.middleware.refuse_control_characters`)."""
 
     def __init__(self, app: Any, *, guard: Guard) -> None:
         self.app, self.guard = app, guard

@@ -19,7 +19,9 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
 import live.stream
+from citations.live_events import error_event
 from live.direct import DirectOpens, response_headers
+from live.log import encode
 from live.models import LiveTurnEvent, LiveTurnStatus
 from live.slots import STREAM_SLOTS
 from silvia.middleware import refuse_control_characters
@@ -101,14 +103,23 @@ def test_the_plain_case_is_answered_without_django_with_the_views_headers_and_it
     assert STREAM_SLOTS.open_streams(maya.pk) == 0  # the client left: its slot is back
 
 
+def _ended_turn(user: Any) -> Any:
+    """A turn that failed: its `turn` event, then its `error` event (2)."""
+    turn = running_turn(user)
+    error = error_event(kind="internal_error", message="It failed.")
+    LiveTurnEvent.objects.create(turn=turn, seq=2, event=error.name, data=encode(error))
+    type(turn).objects.filter(pk=turn.pk).update(status=LiveTurnStatus.FAILED, last_seq=2, error=error.data["error"])
+    return turn
+
+
 def test_an_ended_turn_is_replayed_to_its_end(maya):
     token = Token.objects.create(user=maya).key
-    turn = running_turn(maya)
-    type(turn).objects.filter(pk=turn.pk).update(status=LiveTurnStatus.FAILED, error={"type": "x", "message": "m"})
+    turn = _ended_turn(maya)
     reached, sent = _open(_plain(turn.id, token), until=b"the client stays until the end")
     assert reached == [] and sent[0]["status"] == 200
     body = b"".join(message.get("body", b"") for message in sent[1:])
-    assert body.startswith(b"retry: 3000\n\nid: 1\nevent: turn\n")  # then it ends: failed by its status alone
+    assert body.startswith(b"retry: 3000\n\nid: 1\nevent: turn\n")
+    assert body.endswith(b'id: 2\nevent: error\ndata: {"error":{"type":"internal_error","message":"It failed."}}\n\n')
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
     assert STREAM_SLOTS.open_streams(maya.pk) == 0
 
@@ -240,8 +251,7 @@ def _head_and_first_event(
 
 def test_on_the_stream_process_a_direct_open_answers_as_django_does(tmp_path, maya):
     token = Token.objects.create(user=maya).key
-    turn, ended = running_turn(maya), running_turn(maya)
-    type(ended).objects.filter(pk=ended.pk).update(status=LiveTurnStatus.FAILED, error={"type": "x", "message": "m"})
+    turn, ended = running_turn(maya), _ended_turn(maya)
     stack = Stack({"DATABASE_URL": database_url(), **embedded_env(tmp_path / "broker")}, tmp_path)
     try:
         answers = []
