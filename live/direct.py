@@ -11,7 +11,8 @@ to Django untouched. The plain case is a `GET` of the events route
 (`live.urls`' `turn-events`) that:
 
 - has no query string (so no `?protocol=` and no `?after=`: `Last-Event-ID`
-  only, an event id by `live.views.event_id`);
+  only, an event id by `live.views.event_id`) and no cookie (the session and
+  CSRF middleware answer cookies: a browser's opens are Django's);
 - carries `Authorization: Token <key>` that `chat.api.authentication.TokenAuthentication`
   accepts (DRF's first authenticator: the same statement, the same user);
 - passes what the middleware chain checks before a view: the guard the
@@ -115,8 +116,9 @@ def response_headers(request: ASGIRequest) -> list[tuple[bytes, bytes]]:
     view.setup(request)  # as Django's `as_view` does: a GET view answers HEAD too (DRF's `Allow`)
     for name, value in view.default_response_headers.items():
         response[name] = value
-    _security().process_response(request, response)
+    # In the order Django runs them on a response: the inner middleware first (settings.MIDDLEWARE).
     _frame_options().process_response(request, response)
+    _security().process_response(request, response)
     return [(name.encode("latin1"), value.encode("latin1")) for name, value in response.items()]
 
 
@@ -174,8 +176,11 @@ class DirectOpens:
 
 
 def _events_route(scope: dict[str, Any]) -> str | None:
-    """The turn id of a `GET` of the events route with no query string, else None. Reads no database."""
+    """The turn id of a `GET` of the events route with no query string and no cookie, else None (a cookie's
+    answer is Django's middleware's: a session read or deleted, a CSRF cookie replaced). Reads no database."""
     if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("query_string"):
+        return None
+    if any(name == b"cookie" for name, _ in scope["headers"]):
         return None
     try:
         match = resolve(scope["path"])

@@ -142,6 +142,8 @@ def _nothing() -> None:
     [
         "no authorization",
         "a session cookie",
+        "a token and a bad session cookie",
+        "a token and a bad CSRF cookie",
         "a malformed token",
         "an unknown token",
         "an inactive user",
@@ -171,6 +173,10 @@ def test_every_other_open_goes_to_django_untouched(case, maya, other_user, setti
     elif case == "a session cookie":
         del headers["Authorization"]
         headers["Cookie"] = "sessionid=abc"
+    elif case == "a token and a bad session cookie":
+        headers["Cookie"] = "sessionid=abc"  # Django deletes it
+    elif case == "a token and a bad CSRF cookie":
+        headers["Cookie"] = "csrftoken=abc"  # Django replaces it
     elif case == "a malformed token":
         headers["Authorization"] = "Token not-a-key"
     elif case == "an unknown token":
@@ -229,8 +235,9 @@ def test_a_redirect_due_or_a_refused_user_agent_goes_to_django(setting, maya, se
 
 def _head_and_first_event(
     port: int, turn_id: uuid.UUID, token: str, until: bytes = b"event: turn"
-) -> tuple[str, dict[str, str], bytes]:
-    """The status line, headers (but the date and server) and body of an open, read until `until`."""
+) -> tuple[str, list[tuple[str, str]], bytes]:
+    """The status line, headers in their order (but the date and server) and body of an open, read until
+    `until`."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(
             f"GET /api/chat/turns/{turn_id}/events/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -243,10 +250,8 @@ def _head_and_first_event(
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     status, *lines = head.decode("latin1").split("\r\n")
-    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
-    for varying in ("date", "server"):
-        headers.pop(varying, None)
-    return status, headers, body
+    headers = [(name.lower(), value.strip()) for name, _, value in (line.partition(":") for line in lines)]
+    return status, [(name, value) for name, value in headers if name not in ("date", "server")], body
 
 
 def test_on_the_stream_process_a_direct_open_answers_as_django_does(tmp_path, maya):
