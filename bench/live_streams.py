@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import threading
@@ -51,13 +50,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench._timing import postgres_server_url  # noqa: E402
-from bench.live_turns import _get, _run_streams, answer_script, ms, pct, scratch_database  # noqa: E402
-
-
-def _cpu_seconds(pid: int) -> float:
-    """The process's CPU time so far (user + system), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from bench.live_turns import (  # noqa: E402
+    _get,
+    _run_streams,
+    answer_script,
+    ms,
+    pct,
+    process_cpu_seconds,
+    scratch_database,
+)
 
 
 def _status(pid: int, key: str) -> int:
@@ -130,7 +131,7 @@ async def _open_all(followers: list[Follower], rss: dict[str, float], pid: int, 
         await asyncio.sleep(0.05)
     rss["open"] = _status(pid, "VmRSS")
     rss["threads"] = _status(pid, "Threads")
-    rss["cpu"] = _cpu_seconds(pid)
+    rss["cpu"] = process_cpu_seconds(pid)
     await asyncio.gather(*tasks)
 
 
@@ -224,7 +225,7 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
                 probe = threading.Thread(target=getter)
                 before = _status(stream.process.pid, "VmRSS")
                 rss: dict[str, float] = {}
-                cpu_before = _cpu_seconds(stream.process.pid)
+                cpu_before = process_cpu_seconds(stream.process.pid)
                 probe.start()
                 asyncio.run(_open_all(followers, rss, stream.process.pid, args.ramp_seconds))
                 stop.set()

@@ -203,19 +203,14 @@ class CpuMeter:
     def __init__(self, streams: list[Any], webs: list[Any], workers: list[Any], postgres: bool) -> None:
         self.groups = {
             "stream": [s.process.pid for s in streams],
-            "web": [pid for w in webs for pid in _process_tree(w.process.pid)],
+            "web": [pid for w in webs for pid in process_tree(w.process.pid)],
             "worker": [w.process.pid for w in workers],
         }
         self.postgres = postgres
-        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
         self.available = Path("/proc/self/stat").exists()
 
     def _pid_cpu(self, pid: int) -> float:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / self.tick
+        return process_cpu_seconds(pid)
 
     def read(self) -> dict[str, Any]:
         """Per kind, `{pid: CPU seconds}` now (PostgreSQL's backends of the scratch database)."""
@@ -243,13 +238,22 @@ class CpuMeter:
         }
 
 
-def _process_tree(pid: int) -> list[int]:
+def process_cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system, seconds) from `/proc/<pid>/stat`; 0 once it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
     """`pid` and its children (gunicorn's master and its worker processes)."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
     found = [pid]
     if children.exists():
         for child in children.read_text().split():
-            found += _process_tree(int(child))
+            found += process_tree(int(child))
     return found
 
 

@@ -14,13 +14,13 @@ browser's reconnecting EventSource opens one), `Authorization: Token`:
   machinery, the token's query and the turn's lookup, nothing streamed;
 - **replay**: `GET /api/chat/turns/<finished turn>/events` with
   `Last-Event-ID: 0`: a stream opened, the turn's 27 events read and sent to
-  its `done` (the stream process sends it on the event loop after Django's
-  request, `live.handoff`; the web process from its thread);
+  its `done` (on the stream process a direct open, `live.direct`, sent on
+  the event loop; on the web process through Django, from its thread);
 - **session**: `GET /api/chat/sessions/<id>/` of a 20-turn session: a plain
   API read, the same view on both.
 
-Figure: the server's CPU (user + system of its process group, from
-`/proc`) per request, median over rounds and its range; in each round the
+Figure: the server's CPU (user + system of its process and its children,
+from `/proc`) per request, median over rounds and its range; in each round the
 two servers run the same requests, their order flipping from one round to
 the next, and the ratio stream / web is per round. The web process is the
 baseline: the same request, the same view and queries, under WSGI. One
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import os
 import statistics
 import sys
 import uuid
@@ -43,23 +42,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench._timing import postgres_server_url  # noqa: E402
-from bench.live_turns import answer_script, scratch_database  # noqa: E402
+from bench.live_turns import answer_script, process_cpu_seconds, process_tree, scratch_database  # noqa: E402
 
 
-def group_cpu_seconds(pgid: int) -> float:
-    """CPU time (user + system, seconds) of every live process in process group `pgid` (gunicorn's workers
-    are its master's children)."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # it ended meanwhile
-        if int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, seconds) of a server: its process and its children (gunicorn's workers)."""
+    return sum(process_cpu_seconds(each) for each in process_tree(pid))
 
 
 def request(port: int, path: str, token: str) -> tuple[int, int]:
@@ -130,12 +118,12 @@ def run(args: argparse.Namespace, scratch: Path) -> int:
                     server = servers[name]
                     for _ in range(20):  # warm: the pool's connections, the imports of a first request
                         request(server.port, path, token)
-                    before = group_cpu_seconds(server.process.pid)
+                    before = tree_cpu_seconds(server.process.pid)
                     for _ in range(args.requests):
                         status, _length = request(server.port, path, token)
                         if status != expected:
                             raise RuntimeError(f"{kind} on {name}: {status}, expected {expected}")
-                    per_request[name] = (group_cpu_seconds(server.process.pid) - before) / args.requests
+                    per_request[name] = (tree_cpu_seconds(server.process.pid) - before) / args.requests
                     cpu.setdefault((kind, name), []).append(per_request[name])
                 ratios.setdefault(kind, []).append(per_request["stream"] / per_request["web"])
         print(f"\n{'request':<8} {'stream ms CPU':>22} {'web ms CPU':>22} {'stream / web':>20}")

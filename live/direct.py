@@ -109,8 +109,8 @@ def plain_open(request: ASGIRequest, turn_id: str, guard: Guard) -> tuple[Any, u
 
 
 def response_headers(request: ASGIRequest) -> list[tuple[bytes, bytes]]:
-    """The headers of the view's `200` for our events (`stream_headers`), with what DRF's view and the
-    security middleware add to it, computed by those classes."""
+    """The headers of the view's `200` for our events (SPEC 11; `stream_headers`), with what DRF's view and the
+    security middleware add to it, computed by those classes, as ASGI `(name, value)` byte pairs."""
     response = HttpResponse(headers=stream_headers(None))
     view = TurnEventsView()
     view.setup(request)  # as Django's `as_view` does: a GET view answers HEAD too (DRF's `Allow`)

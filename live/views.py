@@ -107,7 +107,8 @@ def event_stream(
 
 
 def stream_headers(protocol: str | None) -> dict[str, str]:
-    """The headers of a stream's response, ours or the AI SDK's (docs/live.md)."""
+    """The headers of a stream's `200` (SPEC 11), ours (`text/event-stream`, no cache, no proxy buffering) or the
+    AI SDK's (docs/live.md), as `{name: value}`."""
     if protocol == AI_SDK:
         return dict(AI_SDK_HEADERS)
     # X-Accel-Buffering: nginx must not buffer the stream.
@@ -149,7 +150,8 @@ def owned_turn(user_id: Any, turn_id: uuid.UUID) -> tuple[str, int, uuid.UUID] |
 
 
 def event_id(raw: str) -> int | None:
-    """A `Last-Event-ID` (or `?after=`): the event id it names (ASCII digits, at most 9), else None."""
+    """A `Last-Event-ID` (or `?after=`, SPEC 11): the event id it names (ASCII digits, at most 9), else None
+    (the view's 400). Never raises."""
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else None
 
 
