@@ -13,6 +13,8 @@
   runs coming back with it; `mark_sent`: the POST marks its turn's task sent, never waiting for the row.
 - `notify_turn`: a turn that ended by its status alone wakes its streams.
 - `listens()`: whether streams are woken by `NOTIFY` (PostgreSQL) or poll.
+- `owned_turn_events_postgresql`: a user's turn and a page of its log in one statement (a direct stream
+  open's read, `live.log.owned_turn_events`), where `reads_in_one_statement()`; else its querysets.
 
 Raw on PostgreSQL: bench/orm_vs_raw.py, "event batch".
 """
@@ -35,7 +37,17 @@ from django.utils import timezone
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.wakeups import NOTIFY_CHANNEL, notify_payload
 
-__all__ = ["append_batch", "claim_queued", "listens", "mark_sent", "notify_turn", "one_writer", "write_transaction"]
+__all__ = [
+    "append_batch",
+    "claim_queued",
+    "listens",
+    "mark_sent",
+    "notify_turn",
+    "one_writer",
+    "owned_turn_events_postgresql",
+    "reads_in_one_statement",
+    "write_transaction",
+]
 
 #: `(seq, event, data)`: one event of the log, its `data` the JSON text sent.
 Row = tuple[int, str, str]
@@ -46,6 +58,39 @@ def listens() -> bool:
     """Whether this database wakes streams itself (`NOTIFY`, PostgreSQL); else streams poll the log. Read
     once a process (a stream asks it at its start; the connection proxy costs a context lookup each time)."""
     return connection.vendor == "postgresql"
+
+
+@functools.cache
+def reads_in_one_statement() -> bool:
+    """Whether the reads written here as one statement serve (PostgreSQL); else the querysets they stand
+    for. Read once a process."""
+    return connection.vendor == "postgresql"
+
+
+def owned_turn_events_postgresql(
+    user_id: Any, turn_id: uuid.UUID, after: int, limit: int
+) -> tuple[tuple[str, int, uuid.UUID], list[Row]] | None:
+    """The turn's `(status, last_seq, session_id)` when it is `user_id`'s, with its events after `after`
+    (at most `limit`, oldest first, `(seq, event, data)`), else None: the turn's row and a `LATERAL` page of
+    its log, one statement (PostgreSQL)."""
+    n = _names()
+    page = (
+        f"SELECT {n['event.seq']}, {n['event.event']}, {n['event.data']} FROM {n['events']} "  # noqa: S608
+        f"WHERE {n['event.turn_id']} = t.{n['turn.id']} AND {n['event.seq']} > %s ORDER BY {n['event.seq']} LIMIT %s"
+    )
+    sql = (
+        f"SELECT t.{n['turn.status']}, t.{n['turn.last_seq']}, t.{n['turn.session_id']}, "  # noqa: S608
+        f"e.{n['event.seq']}, e.{n['event.event']}, e.{n['event.data']} FROM {n['turns']} t "
+        f"LEFT JOIN LATERAL ({page}) e ON TRUE WHERE t.{n['turn.id']} = %s AND t.{n['turn.user']} = %s "
+        f"ORDER BY e.{n['event.seq']}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [after, limit, turn_id, user_id])
+        found = cursor.fetchall()
+    if not found:
+        return None
+    status, last_seq, session_id = found[0][:3]
+    return (status, last_seq, session_id), [(seq, event, data) for *_, seq, event, data in found if seq is not None]
 
 
 _sqlite_lock = threading.RLock()

@@ -20,16 +20,18 @@ to Django untouched. The plain case is a `GET` of the events route
   control character), a `Host` that
   `ALLOWED_HOSTS` allows (`HttpRequest.get_host`), no redirect due and no
   user agent refused (`SecurityMiddleware` and `CommonMiddleware` asked);
-- names a turn of that user (`live.views.owned_turn`) that is queued or
-  running, or has ended with events after `Last-Event-ID` still kept (the
-  view's 204 and 410 are the view's);
+- names a turn of that user that is queued or running, or has ended with
+  events after `Last-Event-ID` still kept (the view's 204 and 410 are the
+  view's): one statement reads the turn and the first page of its log
+  (`live.log.owned_turn_events`), and that page is the stream's first read;
 - finds a stream slot free for the user (`LIVE_SSE_MAX_STREAMS_PER_USER`).
 
 Its response is the view's: `200`, `live.views.stream_headers`, then the
 headers DRF's view and the security middleware add (`Allow`, `Vary`,
 `X-Content-Type-Options`, `Referrer-Policy`, `Cross-Origin-Opener-Policy`,
 `X-Frame-Options`, HSTS when due: computed by the same classes), and the same
-stream (`live.views.event_stream`), sent on the event loop. Anything else (a
+stream (`live.views.event_stream`), sent on the event loop, the turn's feed followed before its first page is
+read (`live.stream.follow`: nothing notified meanwhile is missed). Anything else (a
 session cookie, an ended turn held whole, another user's turn, a full set of slots, a
 database that fails the check) goes to Django, which answers it as before
 (`tests/live/test_direct.py` holds each case and the two answers side by
@@ -61,12 +63,11 @@ from rest_framework.exceptions import AuthenticationFailed
 from chat.api.authentication import TokenAuthentication
 from citations.uuids import parse_uuid
 from live.handoff import send_stream
-from live.log import release_connection
+from live.log import owned_turn_events, release_connection
 from live.models import ACTIVE_STATUSES
-from live.retention import turn_events_pruned
 from live.slots import STREAM_SLOTS
-from live.stream import read_executor
-from live.views import TurnEventsView, event_id, event_stream, owned_turn, stream_headers
+from live.stream import BATCH, Opened, Row, follow, read_executor, unfollow
+from live.views import TurnEventsView, event_id, event_stream, stream_headers
 
 __all__ = ["DirectOpens", "plain_open"]
 
@@ -76,15 +77,15 @@ logger = logging.getLogger(__name__)
 Guard = Callable[[HttpRequest], HttpResponse | None]
 
 
-def plain_open(request: ASGIRequest, turn_id: str, guard: Guard) -> tuple[Any, uuid.UUID, int] | None:
-    """`(user id, turn id, after)` when `request` (a `GET` of the events route for `turn_id`) is the plain
-    case the module names, `guard` (what the middleware chain answers before any view, or None) letting it
-    through; else None (Django answers it). Three statements at most, on the calling thread's pooled
-    connection, given back before it returns. Never raises: a check that fails is Django's to answer."""
+def plain_open(request: ASGIRequest, turn_id: uuid.UUID, guard: Guard) -> tuple[Any, int, list[Row]] | None:
+    """`(user id, after, rows)` when `request` (a `GET` of the events route for `turn_id`) is the plain case the
+    module names, `guard` (what the middleware chain answers before any view, or None) letting it through,
+    `rows` the log's first page after `after` (`live.log.owned_turn_events`); else None (Django answers it).
+    Two statements (the token's, the turn's with its page), on the calling thread's pooled connection, given
+    back before it returns. Never raises: a check that fails is Django's to answer."""
     try:
-        turn_uuid = parse_uuid(turn_id)
         after = event_id(request.headers.get("Last-Event-ID") or "0")
-        if turn_uuid is None or after is None or guard(request) is not None:
+        if after is None or guard(request) is not None:
             return None
         request.get_host()  # DisallowedHost: Django's 400
         if _security().process_request(request) is not None or _common().process_request(request) is not None:
@@ -93,12 +94,13 @@ def plain_open(request: ASGIRequest, turn_id: str, guard: Guard) -> tuple[Any, u
         if authenticated is None:
             return None  # no token: a session, or anonymous
         user = authenticated[0]
-        turn = owned_turn(user.pk, turn_uuid)
-        if turn is None:
+        found = owned_turn_events(user.pk, turn_id, after, limit=BATCH)
+        if found is None:
             return None  # the view's 404
-        if turn[0] not in ACTIVE_STATUSES and (after >= turn[1] or turn_events_pruned(turn_uuid)):
+        (status, _, _), rows = found
+        if status not in ACTIVE_STATUSES and not rows:
             return None  # an ended turn the client holds whole (the view's 204), or its log pruned (410)
-        return user.pk, turn_uuid, after
+        return user.pk, after, rows
     except (AuthenticationFailed, DisallowedHost, PermissionDenied):
         return None
     except Exception as error:  # the database, say: Django answers (its 503)
@@ -159,25 +161,38 @@ class DirectOpens:
             await self.app(scope, receive, send)
             return
         request = ASGIRequest(scope, io.BytesIO())
-        opened = await _async_plain_open()(request, turn_id, self.guard)
-        give_back = None
-        if opened is not None:
-            give_back = STREAM_SLOTS.take(opened[0], settings.LIVE_SSE_MAX_STREAMS_PER_USER)
+        feed = follow(turn_id)  # before the first page is read: nothing notified meanwhile is missed
+        try:
+            opened = await _async_plain_open()(request, turn_id, self.guard)
+            give_back = None if opened is None else STREAM_SLOTS.take(opened[0], settings.LIVE_SSE_MAX_STREAMS_PER_USER)
+        except BaseException:
+            unfollow(turn_id, feed)
+            raise
         if opened is None or give_back is None:
+            unfollow(turn_id, feed)
             await self.app(scope, receive, send)  # Django's answer (a full set of slots: its 429)
             return
-        stream = event_stream(opened[1], opened[2], asgi=True, view="events", protocol=None, on_close=give_back)
+        taken = give_back
+
+        def close() -> None:  # safe to call twice, as the stream's end calls it too
+            taken()
+            unfollow(turn_id, feed)
+
+        stream = event_stream(
+            turn_id, opened[1], asgi=True, view="events", protocol=None, on_close=close, opened=Opened(feed, opened[2])
+        )
         try:
             await send({"type": "http.response.start", "status": 200, "headers": response_headers(request)})
         except BaseException:
-            give_back()  # the client left before the start: the stream never starts
+            close()  # the client left before the start: the stream never starts
             raise
         await send_stream(stream, receive, send)
 
 
-def _events_route(scope: dict[str, Any]) -> str | None:
+def _events_route(scope: dict[str, Any]) -> uuid.UUID | None:
     """The turn id of a `GET` of the events route with no query string and no cookie, else None (a cookie's
-    answer is Django's middleware's: a session read or deleted, a CSRF cookie replaced). Reads no database."""
+    answer is Django's middleware's: a session read or deleted, a CSRF cookie replaced; a turn id that is no
+    UUID, the view's 404). Reads no database."""
     if scope["type"] != "http" or scope.get("method") != "GET" or scope.get("query_string"):
         return None
     if any(name == b"cookie" for name, _ in scope["headers"]):
@@ -186,4 +201,4 @@ def _events_route(scope: dict[str, Any]) -> str | None:
         match = resolve(scope["path"])
     except Resolver404:
         return None
-    return match.kwargs.get("turn_id") if match.url_name == "turn-events" else None
+    return parse_uuid(match.kwargs.get("turn_id", "")) if match.url_name == "turn-events" else None

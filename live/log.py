@@ -21,7 +21,13 @@ from django.utils import timezone
 
 from citations.live_events import StreamEvent, error_event
 from citations.text import storable_json
-from live.db import append_batch, notify_turn, one_writer
+from live.db import (
+    append_batch,
+    notify_turn,
+    one_writer,
+    owned_turn_events_postgresql,
+    reads_in_one_statement,
+)
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
 __all__ = [
@@ -30,6 +36,8 @@ __all__ = [
     "append_events",
     "encode",
     "events_after",
+    "owned_turn",
+    "owned_turn_events",
     "release_connection",
     "turn_fail",
 ]
@@ -148,3 +156,23 @@ def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[t
         .values_list("seq", "event", "data")[:limit]
     )
     return list(rows)
+
+
+def owned_turn(user_id: Any, turn_id: uuid.UUID) -> tuple[str, int, uuid.UUID] | None:
+    """The turn's `(status, last_seq, session_id)` when it is `user_id`'s, else None (another user's turn
+    is not found, SPEC 11). One statement."""
+    return LiveTurn.objects.filter(pk=turn_id, user_id=user_id).values_list("status", "last_seq", "session_id").first()
+
+
+def owned_turn_events(
+    user_id: Any, turn_id: uuid.UUID, after: int, *, limit: int = 1000
+) -> tuple[tuple[str, int, uuid.UUID], list[tuple[int, str, str]]] | None:
+    """`(owned_turn(user_id, turn_id), events_after(turn_id, after, limit=limit))` when the turn is `user_id`'s,
+    else None: what a stream open reads (SPEC 11; docs/live.md#direct-opens). One statement on PostgreSQL
+    (`live.db.owned_turn_events_postgresql`: a queryset compiled per open cost about as much as running
+    it, bench/README.md "Fourth pass"); elsewhere the two querysets. `tests/live/test_log.py` holds the
+    statement to them on any rows (hypothesis)."""
+    if reads_in_one_statement():
+        return owned_turn_events_postgresql(user_id, turn_id, after, limit)
+    turn = owned_turn(user_id, turn_id)
+    return None if turn is None else (turn, events_after(turn_id, after, limit=limit))

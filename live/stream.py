@@ -56,15 +56,18 @@ from live.wakeups import Feed, turn_feeds
 __all__ = [
     "BATCH",
     "STREAM_SLOTS",
+    "Opened",
     "Read",
     "StreamSlots",
     "Wait",
     "async_stream",
     "closing",
+    "follow",
     "read_backoff_seconds",
     "read_executor",
     "sync_stream",
     "tail_steps",
+    "unfollow",
 ]
 
 logger = logging.getLogger(__name__)
@@ -231,12 +234,39 @@ def read_backoff_seconds(failures: int) -> float:
     return min(4.0, 0.25 * 2 ** (failures - 1))
 
 
+@dataclass(frozen=True)
+class Opened:
+    """A stream's start made before the stream (a direct open's, `live.direct`): its turn's feed, followed
+    before `rows` were read (`follow`), and `rows`, the log's first page after the stream's `after`."""
+
+    feed: Feed | None
+    rows: list[Row]
+
+
+def follow(turn_id: uuid.UUID) -> Feed | None:
+    """The turn's feed on this event loop (`live.wakeups`), followed from now on; None where nothing
+    notifies (SQLite: the stream polls). `unfollow` it, or hand it to `async_stream` in an `Opened`."""
+    return turn_feeds().follow(turn_id) if db.listens() else None
+
+
+def unfollow(turn_id: uuid.UUID, feed: Feed | None) -> None:
+    """Stop feeding `feed` (`follow`'s); safe to call twice."""
+    if feed is not None:
+        turn_feeds().unfollow(turn_id, feed)
+
+
 async def async_stream(
-    turn_id: uuid.UUID, after: int, *, protocol: str | None = None, on_close: Callable[[], None] | None = None
+    turn_id: uuid.UUID,
+    after: int,
+    *,
+    protocol: str | None = None,
+    on_close: Callable[[], None] | None = None,
+    opened: Opened | None = None,
 ) -> AsyncIterator[bytes]:
-    """The stream on the event loop (see the module docstring); `on_close` is called once it ends."""
-    feeds = turn_feeds() if db.listens() else None
-    feed: Feed | None = feeds.follow(turn_id) if feeds is not None else None
+    """The stream on the event loop (see the module docstring); `on_close` is called once it ends. `opened`:
+    its feed and first read, made already (its first page answers the first `Read`)."""
+    feed = opened.feed if opened is not None else follow(turn_id)
+    first = (opened.rows, False, None) if opened is not None and opened.rows else None
     read = _async_read_log()
     steps, answer = tail_steps(after, protocol, woken=feed is not None), None  # type: tuple[Any, Any]
     failures = 0
@@ -246,6 +276,9 @@ async def async_stream(
                 answer = None
                 yield step
             elif isinstance(step, Read):
+                if first is not None:
+                    answer, first = first, None
+                    continue
                 while True:
                     try:
                         answer = await read(turn_id, step.after)
@@ -269,18 +302,21 @@ async def async_stream(
         if protocol != PROTOCOL:
             yield format_retry(settings.LIVE_SSE_RETRY_MS)
     finally:
-        if feeds is not None and feed is not None:
-            feeds.unfollow(turn_id, feed)
+        unfollow(turn_id, feed)
         if on_close is not None:
             on_close()
 
 
 async def _woken(feed: Feed | None, seconds: float) -> Any:
+    """What the feed carried within `seconds`, else `TIMED_OUT`. A cancellation (the client left) always
+    propagates: `asyncio.timeout`, not Python 3.11's `asyncio.wait_for`, which returns the item instead when
+    it arrives in the same turn of the loop as the cancellation (the stream ran on, its slot held)."""
     if feed is None:
         await asyncio.sleep(seconds)
         return TIMED_OUT
     try:
-        return await asyncio.wait_for(feed.get(), seconds)
+        async with asyncio.timeout(seconds):
+            return await feed.get()
     except TimeoutError:
         return TIMED_OUT
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -28,8 +28,8 @@ from citations.uuids import parse_uuid
 from live.admission import BUSY_DETAIL
 from live.control_views import GONE, gone
 from live.handoff import HANDOFF_HEADER, hand_off
-from live.log import release_connection
-from live.models import ACTIVE_STATUSES, LiveTurn
+from live.log import owned_turn, release_connection
+from live.models import ACTIVE_STATUSES
 from live.retention import turn_events_pruned
 from live.service import (
     AdmissionBusyError,
@@ -42,7 +42,7 @@ from live.service import (
     turn_start,
 )
 from live.slots import STREAM_SLOTS
-from live.stream import async_stream, closing, sync_stream
+from live.stream import Opened, async_stream, closing, sync_stream
 
 
 class _AlwaysJSON(BaseContentNegotiation):
@@ -92,15 +92,20 @@ def event_stream(
     view: str,
     protocol: str | None,
     on_close: Callable[[], None] | None = None,
+    opened: Opened | None = None,
 ) -> Any:
     """The SSE bytes of the turn's events after id `after` (SPEC 11; the AI SDK's: from the start): an async
     iterator (`asgi`, the event loop's) or a sync one (WSGI), counted in `silvia_sse_streams_open{view}`
-    while it is served (docs/metrics.md); `on_close` is called once it ends, or when it is closed unread.
-    Never raises."""
+    while it is served (docs/metrics.md); `on_close` is called once it ends, or when it is closed unread;
+    `opened`: its start made already (`live.stream.Opened`, `asgi` only). Never raises."""
     from telemetry.metrics import count_open_stream  # with the first stream, not at start-up
 
-    serve = async_stream if asgi else sync_stream
-    stream = count_open_stream(serve(turn_id, after, protocol=protocol, on_close=on_close), view=view)
+    served: AsyncIterator[bytes] | Iterator[bytes] = (
+        async_stream(turn_id, after, protocol=protocol, on_close=on_close, opened=opened)
+        if asgi
+        else sync_stream(turn_id, after, protocol=protocol, on_close=on_close)
+    )
+    stream = count_open_stream(served, view=view)
     if on_close is not None:
         stream = closing(stream, on_close)
     return stream
@@ -141,12 +146,6 @@ async def _no_body() -> AsyncIterator[bytes]:
     """The body of a response whose stream was handed off (`live.handoff`): nothing."""
     return
     yield b""  # an async generator that yields nothing
-
-
-def owned_turn(user_id: Any, turn_id: uuid.UUID) -> tuple[str, int, uuid.UUID] | None:
-    """The turn's `(status, last_seq, session_id)` when it is `user_id`'s, else None (another user's turn
-    is not found, SPEC 11). One statement."""
-    return LiveTurn.objects.filter(pk=turn_id, user_id=user_id).values_list("status", "last_seq", "session_id").first()
 
 
 def event_id(raw: str) -> int | None:
