@@ -81,8 +81,8 @@ def plain_open(request: ASGIRequest, turn_id: uuid.UUID, guard: Guard) -> tuple[
     """`(user id, after, rows)` when `request` (a `GET` of the events route for `turn_id`) is the plain case the
     module names, `guard` (what the middleware chain answers before any view, or None) letting it through,
     `rows` the log's first page after `after` (`live.log.owned_turn_events`); else None (Django answers it).
-    Two statements (the token's, the turn's with its page), on the calling thread's pooled connection, given
-    back before it returns. Never raises: a check that fails is Django's to answer."""
+    Two statements on PostgreSQL (the token's, the turn's with its page; three elsewhere), on the calling
+    thread's pooled connection, given back before it returns. Never raises: a check that fails is Django's to answer."""
     try:
         after = event_id(request.headers.get("Last-Event-ID") or "0")
         if after is None or guard(request) is not None:
@@ -94,6 +94,8 @@ def plain_open(request: ASGIRequest, turn_id: uuid.UUID, guard: Guard) -> tuple[
         if authenticated is None:
             return None  # no token: a session, or anonymous
         user = authenticated[0]
+        if STREAM_SLOTS.open_streams(user.pk) >= settings.LIVE_SSE_MAX_STREAMS_PER_USER:
+            return None  # the view's 429, with no page read (the slot is taken on the event loop after)
         found = owned_turn_events(user.pk, turn_id, after, limit=BATCH)
         if found is None:
             return None  # the view's 404

@@ -237,7 +237,8 @@ def read_backoff_seconds(failures: int) -> float:
 @dataclass(frozen=True)
 class Opened:
     """A stream's start made before the stream (a direct open's, `live.direct`): its turn's feed, followed
-    before `rows` were read (`follow`), and `rows`, the log's first page after the stream's `after`."""
+    before `rows` were read (`follow`), and `rows`, the log's first page after the stream's `after` (the
+    stream's first read, empty or not: whatever is written after it comes by the feed, or by the polls)."""
 
     feed: Feed | None
     rows: list[Row]
@@ -266,7 +267,7 @@ async def async_stream(
     """The stream on the event loop (see the module docstring); `on_close` is called once it ends. `opened`:
     its feed and first read, made already (its first page answers the first `Read`)."""
     feed = opened.feed if opened is not None else follow(turn_id)
-    first = (opened.rows, False, None) if opened is not None and opened.rows else None
+    first = (opened.rows, False, None) if opened is not None else None
     read = _async_read_log()
     steps, answer = tail_steps(after, protocol, woken=feed is not None), None  # type: tuple[Any, Any]
     failures = 0

@@ -18,12 +18,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
+import live.direct
 import live.stream
 from citations.live_events import error_event
 from live.direct import DirectOpens, response_headers
 from live.log import encode
 from live.models import LiveTurnEvent, LiveTurnStatus
 from live.slots import STREAM_SLOTS
+from live.wakeups import TurnFeeds, notify_payload
 from silvia.middleware import refuse_control_characters
 from tests.live_support import database_url, running_turn
 from tests.procfile import Stack, embedded_env
@@ -54,9 +56,13 @@ def _scope(path: str, headers: dict[str, str], *, method: str = "GET", query: by
     }
 
 
-def _open(scope: dict[str, Any], until: bytes = b"event: turn") -> tuple[list[str], list[dict[str, Any]]]:
+def _open(
+    scope: dict[str, Any],
+    until: bytes = b"event: turn",
+    on_loop: Callable[[asyncio.AbstractEventLoop], Any] | None = None,
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Run `DirectOpens` on `scope` until its stream sent `until`, the client then leaving: what reached
-    Django (`app`) and what was sent."""
+    Django (`app`) and what was sent. `on_loop` is told the event loop it runs on."""
     reached: list[str] = []
     sent: list[dict[str, Any]] = []
     first_event = asyncio.Event()
@@ -76,6 +82,8 @@ def _open(scope: dict[str, Any], until: bytes = b"event: turn") -> tuple[list[st
             first_event.set()
 
     async def main():
+        if on_loop is not None:
+            on_loop(asyncio.get_running_loop())
         await asyncio.wait_for(DirectOpens(app, guard=refuse_control_characters)(scope, receive, send), 10)
 
     asyncio.run(main())
@@ -124,13 +132,70 @@ def test_an_ended_turn_is_replayed_to_its_end(maya):
     assert STREAM_SLOTS.open_streams(maya.pk) == 0
 
 
-def test_a_stream_after_an_event_id_starts_after_it(maya):
+def test_a_stream_after_an_event_id_starts_after_it(maya, monkeypatch):
     token = Token.objects.create(user=maya).key
     turn = running_turn(maya)
+    reads: list[int] = []
+
+    def read_log(turn_id: uuid.UUID, after: int) -> Any:
+        reads.append(after)
+        return [], False, None
+
+    monkeypatch.setattr(live.stream, "read_log", read_log)
     reached, sent = _open(_plain(turn.id, token, **{"Last-Event-ID": "1"}), until=b"retry:")
     assert reached == [] and sent[0]["status"] == 200
     body = b"".join(message.get("body", b"") for message in sent[1:])
     assert body == b"retry: 3000\n\n"  # event 1 was held: nothing more until the turn moves
+    assert reads == []  # the open's empty page was the stream's first read
+
+
+def test_an_event_notified_between_the_opens_read_and_its_stream_is_sent(maya, monkeypatch):
+    # The turn's feed is followed before its first page is read: event 2, written and notified just after
+    # that read (before the stream starts), reaches the stream by the feed, with no read of the log.
+    token = Token.objects.create(user=maya).key
+    turn = running_turn(maya)
+    feeds = TurnFeeds(None)  # no LISTEN connection: the test dispatches the notification itself
+    monkeypatch.setattr(live.stream.db, "listens", lambda: True)
+    monkeypatch.setattr(live.stream, "turn_feeds", lambda: feeds)
+    monkeypatch.setattr(live.stream, "read_log", _no_read)
+    loop: list[asyncio.AbstractEventLoop] = []
+    read_page = live.direct.owned_turn_events
+
+    def read_then_notify(*args: Any, **kwargs: Any) -> Any:
+        found = read_page(*args, **kwargs)
+        payload = notify_payload(turn.id, [(2, "text", '{"delta":"late"}')])
+        loop[0].call_soon_threadsafe(feeds.dispatch, payload)  # on the loop, before the read's answer
+        return found
+
+    monkeypatch.setattr(live.direct, "owned_turn_events", read_then_notify)
+    reached, sent = _open(_plain(turn.id, token), until=b"id: 2\n", on_loop=loop.append)
+    body = b"".join(message.get("body", b"") for message in sent[1:])
+    assert (
+        reached == []
+        and b"id: 1\nevent: turn\n" in body
+        and body.endswith(b'id: 2\nevent: text\ndata: {"delta":"late"}\n\n')
+    )
+    assert feeds.following() == 0  # unfollowed when the client left
+
+
+def test_with_no_slot_free_the_open_goes_to_django_without_reading_the_page(maya, settings, monkeypatch):
+    token = Token.objects.create(user=maya).key
+    turn = running_turn(maya)
+    settings.LIVE_SSE_MAX_STREAMS_PER_USER = 1
+    pages: list[Any] = []
+    monkeypatch.setattr(live.direct, "owned_turn_events", lambda *args, **kwargs: pages.append(args))
+    taken = STREAM_SLOTS.take(maya.pk, 1)
+    assert taken is not None
+    try:
+        reached, sent = _open(_plain(turn.id, token))
+    finally:
+        taken()
+    assert reached == [f"/api/chat/turns/{turn.id}/events/"] and sent[0]["status"] == 418
+    assert pages == []
+
+
+def _no_read(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the log read")
 
 
 def _nothing() -> None:
