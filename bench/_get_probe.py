@@ -48,7 +48,12 @@ def main() -> None:
         times = [get(args.port, args.path, args.token) for _ in range(args.count)]
     else:
         stop = threading.Event()
-        threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+
+        def until_stdin_closes() -> None:
+            sys.stdin.read()
+            stop.set()
+
+        threading.Thread(target=until_stdin_closes, daemon=True).start()
         times = []
         while not stop.is_set():
             times.append(get(args.port, args.path, args.token))
