@@ -77,10 +77,11 @@ logger = logging.getLogger(__name__)
 Guard = Callable[[HttpRequest], HttpResponse | None]
 
 
-def plain_open(request: ASGIRequest, turn_id: uuid.UUID, guard: Guard) -> tuple[Any, int, list[Row]] | None:
-    """`(user id, after, rows)` when `request` (a `GET` of the events route for `turn_id`) is the plain case the
-    module names, `guard` (what the middleware chain answers before any view, or None) letting it through,
-    `rows` the log's first page after `after` (`live.log.owned_turn_events`); else None (Django answers it).
+def plain_open(request: ASGIRequest, turn_id: uuid.UUID, guard: Guard) -> tuple[Any, int, list[Row], bool] | None:
+    """`(user id, after, rows, ended)` when `request` (a `GET` of the events route for `turn_id`) is the plain
+    case the module names, `guard` (what the middleware chain answers before any view, or None) letting it
+    through, `rows` the log's first page after `after` (`live.log.owned_turn_events`), `ended` whether the turn
+    had ended and `rows` reach its last event (`live.stream.Opened`); else None (Django answers it).
     Two statements on PostgreSQL (the token's, the turn's with its page; three elsewhere), on the calling
     thread's pooled connection, given back before it returns. Never raises: a check that fails is Django's to answer."""
     try:
@@ -99,10 +100,10 @@ def plain_open(request: ASGIRequest, turn_id: uuid.UUID, guard: Guard) -> tuple[
         found = owned_turn_events(user.pk, turn_id, after, limit=BATCH)
         if found is None:
             return None  # the view's 404
-        (status, _, _), rows = found
+        (status, last_seq, _), rows = found
         if status not in ACTIVE_STATUSES and not rows:
             return None  # an ended turn the client holds whole (the view's 204), or its log pruned (410)
-        return user.pk, after, rows
+        return user.pk, after, rows, status not in ACTIVE_STATUSES and rows[-1][0] >= last_seq
     except (AuthenticationFailed, DisallowedHost, PermissionDenied):
         return None
     except Exception as error:  # the database, say: Django answers (its 503)
@@ -181,7 +182,13 @@ class DirectOpens:
             unfollow(turn_id, feed)
 
         stream = event_stream(
-            turn_id, opened[1], asgi=True, view="events", protocol=None, on_close=close, opened=Opened(feed, opened[2])
+            turn_id,
+            opened[1],
+            asgi=True,
+            view="events",
+            protocol=None,
+            on_close=close,
+            opened=Opened(feed, opened[2], opened[3]),
         )
         try:
             await send({"type": "http.response.start", "status": 200, "headers": response_headers(request)})

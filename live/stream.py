@@ -238,10 +238,14 @@ def read_backoff_seconds(failures: int) -> float:
 class Opened:
     """A stream's start made before the stream (a direct open's, `live.direct`): its turn's feed, followed
     before `rows` were read (`follow`), and `rows`, the log's first page after the stream's `after` (the
-    stream's first read, empty or not: whatever is written after it comes by the feed, or by the polls)."""
+    stream's first read, empty or not: whatever is written after it comes by the feed, or by the polls).
+    `ended`: the turn had ended when `rows` were read and they reach its last event, so the stream ends after
+    them even when its last event is no `done` or `error` (a turn ended by its status alone: for our events,
+    which send no stored error; the AI SDK's would get a generic one)."""
 
     feed: Feed | None
     rows: list[Row]
+    ended: bool = False
 
 
 def follow(turn_id: uuid.UUID) -> Feed | None:
@@ -267,7 +271,7 @@ async def async_stream(
     """The stream on the event loop (see the module docstring); `on_close` is called once it ends. `opened`:
     its feed and first read, made already (its first page answers the first `Read`)."""
     feed = opened.feed if opened is not None else follow(turn_id)
-    first = (opened.rows, False, None) if opened is not None else None
+    first = (opened.rows, opened.ended, None) if opened is not None else None
     read = _async_read_log()
     steps, answer = tail_steps(after, protocol, woken=feed is not None), None  # type: tuple[Any, Any]
     failures = 0

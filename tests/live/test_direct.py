@@ -178,6 +178,23 @@ def test_an_event_notified_between_the_opens_read_and_its_stream_is_sent(maya, m
     assert feeds.following() == 0  # unfollowed when the client left
 
 
+def test_a_turn_ended_by_its_status_alone_is_replayed_and_the_stream_ends_at_once(maya, monkeypatch, settings):
+    # Its last event is no `done` or `error` (its `error` event could not be written): the open read the turn
+    # ended and its page reaching the last event, so the stream ends after it, waiting for no notification
+    # (none comes for it) and no keep-alive.
+    settings.LIVE_TURN_KEEPALIVE_SECONDS = 60
+    token = Token.objects.create(user=maya).key
+    turn = running_turn(maya)
+    type(turn).objects.filter(pk=turn.pk).update(status=LiveTurnStatus.FAILED)
+    monkeypatch.setattr(live.stream.db, "listens", lambda: True)
+    monkeypatch.setattr(live.stream, "turn_feeds", lambda: TurnFeeds(None))
+    reached, sent = _open(_plain(turn.id, token), until=b"the client stays until the end")
+    body = b"".join(message.get("body", b"") for message in sent[1:])
+    assert reached == [] and sent[0]["status"] == 200
+    assert body.startswith(b"retry: 3000\n\nid: 1\nevent: turn\n") and body.count(b"id: ") == 1
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}  # the stream ended
+
+
 def test_with_no_slot_free_the_open_goes_to_django_without_reading_the_page(maya, settings, monkeypatch):
     token = Token.objects.create(user=maya).key
     turn = running_turn(maya)
