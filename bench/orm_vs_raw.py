@@ -18,7 +18,11 @@ code, then, taking turns, each inside a transaction that is rolled back:
   queryset it stands for, the SQLite branch of the same function;
 - event batch: `live.db`'s one statement (`UPDATE` + `INSERT` + `NOTIFY`) for
   a batch of 5 events against the ORM's conditional `update()` and
-  `bulk_create` with the same `pg_notify`, in a transaction (issue 30).
+  `bulk_create` with the same `pg_notify`, in a transaction (issue 30);
+- stream reads: `live.log.events_after` (a stream's read of a 12-event log)
+  and `live.log.owned_turn_events` (a direct open's read: the turn and its
+  page), each `live.db` statement against the querysets it stands for, the
+  SQLite branch of the same function (issue 36).
 
 The rule (issue 23): the ORM wherever it is within 10% of the raw
 statement. Each line prints raw/ORM medians and the ratio.
@@ -133,6 +137,7 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
         print(_verdict("backfill write", t), flush=True)
         _hot_reads(user, rows, rounds)
         _event_batch(user, rounds)
+        _stream_reads(user, rounds)
     finally:
         connections.close_all()
         drop_database(server_url, name)
@@ -241,6 +246,45 @@ def _event_batch(user: Any, rounds: int) -> None:
     print(t["raw"].line("one statement (UPDATE + INSERT + NOTIFY)"))
     print(t["orm"].line("update() + bulk_create + pg_notify, a savepoint"))
     print(_verdict("event batch", t), flush=True)
+
+
+def _stream_reads(user: Any, rounds: int) -> None:
+    """A stream's read and a direct open's read (live.log) against the querysets they stand for."""
+    import uuid
+    from unittest import mock
+
+    import live.log
+    from live.log import events_after, owned_turn_events
+    from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+
+    turn = LiveTurn.objects.create(
+        session_id=uuid.uuid4(), user=user, user_message="q", prompt_version="v5",
+        status=LiveTurnStatus.RUNNING, last_seq=12,
+    )  # fmt: skip
+    LiveTurnEvent.objects.bulk_create(
+        LiveTurnEvent(turn=turn, seq=seq, event="text", data='{"text":"Your card\'s annual fee is $95."}')
+        for seq in range(1, 13)
+    )
+    reads = {
+        "a stream's read (events_after)": lambda: events_after(turn.pk, 0, limit=1000),
+        "a direct open's read (owned_turn_events)": lambda: owned_turn_events(user.pk, turn.pk, 0, limit=1000),
+    }
+    print("orm_vs_raw bench, PostgreSQL: a turn's log of 12 events read 200 times a round (live.log)")
+    for what, read in reads.items():
+
+        def raw(read=read) -> None:
+            for _ in range(200):
+                read()
+
+        def orm(read=read) -> None:
+            with mock.patch.object(live.log, "reads_in_one_statement", return_value=False):  # the querysets
+                for _ in range(200):
+                    read()
+
+        t = time_alternately({"raw": raw, "orm": orm}, runs=rounds)
+        print(t["raw"].line(f"{what}: one statement"))
+        print(t["orm"].line(f"{what}: the queryset(s)"))
+        print(_verdict(f"stream reads, {what}", t), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,8 @@
 - `notify_turn`: a turn that ended by its status alone wakes its streams.
 - `listens()`: whether streams are woken by `NOTIFY` (PostgreSQL) or poll.
 - `owned_turn_events_postgresql`: a user's turn and a page of its log in one statement (a direct stream
-  open's read, `live.log.owned_turn_events`), where `reads_in_one_statement()`; else its querysets.
+  open's read, `live.log.owned_turn_events`), and `events_after_postgresql` the page alone (a stream's
+  read, `live.log.events_after`), where `reads_in_one_statement()`; else their querysets.
 
 Raw on PostgreSQL: bench/orm_vs_raw.py, "event batch".
 """
@@ -40,6 +41,7 @@ from live.wakeups import NOTIFY_CHANNEL, notify_payload
 __all__ = [
     "append_batch",
     "claim_queued",
+    "events_after_postgresql",
     "listens",
     "mark_sent",
     "notify_turn",
@@ -65,6 +67,23 @@ def reads_in_one_statement() -> bool:
     """Whether the reads written here as one statement serve (PostgreSQL); else the querysets they stand
     for. Read once a process."""
     return connection.vendor == "postgresql"
+
+
+def events_after_postgresql(turn_id: uuid.UUID, after: int, limit: int) -> list[Row]:
+    """The turn's events after `after` (at most `limit`, oldest first, `(seq, event, data)`): one statement
+    (PostgreSQL), the page `owned_turn_events_postgresql` joins."""
+    with connection.cursor() as cursor:
+        cursor.execute(_events_after_sql(), [turn_id, after, limit])
+        return [(seq, event, data) for seq, event, data in cursor.fetchall()]
+
+
+@functools.cache
+def _events_after_sql() -> str:
+    n = _names()
+    return (
+        f"SELECT {n['event.seq']}, {n['event.event']}, {n['event.data']} FROM {n['events']} "  # noqa: S608
+        f"WHERE {n['event.turn_id']} = %s AND {n['event.seq']} > %s ORDER BY {n['event.seq']} LIMIT %s"
+    )
 
 
 def owned_turn_events_postgresql(

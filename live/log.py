@@ -23,6 +23,7 @@ from citations.live_events import StreamEvent, error_event
 from citations.text import storable_json
 from live.db import (
     append_batch,
+    events_after_postgresql,
     notify_turn,
     one_writer,
     owned_turn_events_postgresql,
@@ -149,7 +150,12 @@ def turn_fail(turn_id: uuid.UUID, *, kind: str, message: str, token: uuid.UUID |
 
 
 def events_after(turn_id: uuid.UUID, after: int, *, limit: int = 1000) -> list[tuple[int, str, str]]:
-    """The turn's events with `seq > after`, oldest first, as `(seq, event, data)`. One query."""
+    """The turn's events with `seq > after`, oldest first, as `(seq, event, data)`. One query: on PostgreSQL a
+    statement of its own (`live.db.events_after_postgresql`: each stream's first read, where compiling the
+    queryset cost more than running it, bench/orm_vs_raw.py "stream reads"), held to this queryset by
+    `tests/live/test_log.py`."""
+    if reads_in_one_statement():
+        return events_after_postgresql(turn_id, after, limit)
     rows: Iterable[tuple[int, str, str]] = (
         LiveTurnEvent.objects.filter(turn_id=turn_id, seq__gt=after)
         .order_by("seq")

@@ -1,16 +1,18 @@
 """`live.log`'s reads of a turn: `owned_turn_events`, what a direct stream open reads (docs/live.md#direct-opens),
-by hand on either database, and, as a property on PostgreSQL (where it is one statement of its own), equal to
-`owned_turn` and `events_after`, the querysets it stands for, on any rows (hypothesis)."""
+and `events_after`, a stream's read: by hand on either database, and, as a property on PostgreSQL (where each is
+a statement of its own), equal to the querysets they stand for, on any rows (hypothesis)."""
 
 from __future__ import annotations
 
 import uuid
+from unittest import mock
 
 import pytest
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import live.log
 from live.log import events_after, owned_turn, owned_turn_events
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
 
@@ -46,22 +48,25 @@ def test_a_turn_without_events_comes_with_an_empty_page(django_user_model):
     assert owned_turn_events(owner.pk, turn.pk, 0) == (("queued", 0, turn.session_id), [])
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="one statement of its own on PostgreSQL only")
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="statements of their own on PostgreSQL only")
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     turns=st.lists(st.tuples(st.integers(0, 1), st.sets(st.integers(1, 12), max_size=8)), min_size=1, max_size=4),
     after=st.integers(0, 13),
     limit=st.integers(1, 9),
 )
-def test_it_is_the_turns_row_and_events_after_on_any_rows(django_user_model, turns, after, limit):
+def test_the_statements_are_their_querysets_on_any_rows(django_user_model, turns, after, limit):
     LiveTurn.objects.all().delete()
     users = [django_user_model.objects.get_or_create(username=name)[0] for name in ("prop-a", "prop-b")]
     made = [_turn(users[owner], seqs=seqs) for owner, seqs in turns]
     for turn in [*made, LiveTurn(pk=uuid.uuid4())]:
-        for user in users:
-            expected = owned_turn(user.pk, turn.pk)
-            found = owned_turn_events(user.pk, turn.pk, after, limit=limit)
-            if expected is None:
-                assert found is None
-            else:
-                assert found == (expected, events_after(turn.pk, after, limit=limit))
+        found_events = events_after(turn.pk, after, limit=limit)
+        found = {user.pk: owned_turn_events(user.pk, turn.pk, after, limit=limit) for user in users}
+        with mock.patch.object(live.log, "reads_in_one_statement", return_value=False):  # the querysets
+            expected_events = events_after(turn.pk, after, limit=limit)
+            expected = {user.pk: owned_turn_events(user.pk, turn.pk, after, limit=limit) for user in users}
+        assert found_events == expected_events
+        assert found == expected
+        for user in users:  # and the querysets are owned_turn's and events_after's
+            turn_row = owned_turn(user.pk, turn.pk)
+            assert expected[user.pk] == (None if turn_row is None else (turn_row, expected_events))
