@@ -41,8 +41,8 @@ class ReplicaPair:
 
     bin: Path
     folder: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="silvia-replica-")))
-    primary_port: int = field(default_factory=_free_port)
-    replica_port: int = field(default_factory=_free_port)
+    primary_port: int = 0  # chosen when each server starts (`_start`)
+    replica_port: int = 0
 
     def _run(self, *command: str) -> None:
         as_user = ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
@@ -50,22 +50,35 @@ class ReplicaPair:
         if done.returncode:
             raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {done.stdout}{done.stderr}")
 
-    def _start(self, data: Path, port: int) -> None:
-        options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", f"{data}.log", "-w", "-o", options, "start")
+    def _start(self, data: Path) -> int:
+        """Start the server of `data` on a free loopback port, its port returned. A port found free can be
+        taken before the server binds it (another test's outgoing connection takes ports from the same
+        ephemeral range: seen in CI with the suites side by side), so a start refused for it tries another."""
+        for attempt in range(5):
+            port = _free_port()
+            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+            try:
+                self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", f"{data}.log", "-w", "-o", options, "start")
+                return port
+            except RuntimeError:
+                log = Path(f"{data}.log").read_text(errors="replace") if Path(f"{data}.log").exists() else ""
+                if "Address already in use" not in log or attempt == 4:
+                    raise
+                Path(f"{data}.log").unlink()
+        raise AssertionError("unreachable")
 
     def start(self) -> ReplicaPair:
         if os.geteuid() == 0:
             shutil.chown(self.folder, "nobody")
         primary, replica = self.folder / "primary", self.folder / "replica"
         self._run(str(self.bin / "initdb"), "-D", str(primary), "-U", "postgres", "--auth=trust", "--encoding=UTF8")
-        self._start(primary, self.primary_port)
+        self.primary_port = self._start(primary)
         self._run(
             str(self.bin / "pg_basebackup"),
             *("-h", "127.0.0.1", "-p", str(self.primary_port), "-U", "postgres"),
             *("-D", str(replica), "-R", "-X", "stream"),
         )
-        self._start(replica, self.replica_port)
+        self.replica_port = self._start(replica)
         return self
 
     def stop(self) -> None:
