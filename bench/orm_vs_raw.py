@@ -180,20 +180,33 @@ def _hot_reads(user: Any, rows: list[Any], rounds: int) -> None:
     }
     print("orm_vs_raw bench, PostgreSQL: the reads every API request makes (chat.hot_reads), 200 each a round")
     for what, (statement, queryset) in reads.items():
+        # the queryset branch where the statements are not `available`
+        _time_reads(
+            f"hot reads, {what}",
+            statement,
+            queryset,
+            mock.patch.object(hot_reads, "available", return_value=False),
+            rounds,
+        )
 
-        def raw(read=statement) -> None:
+
+def _time_reads(what: str, statement: Any, queryset: Any, querysets_branch: Any, rounds: int) -> None:
+    """`statement()` against `queryset()`, 200 calls a round each, alternated; `queryset()` run inside
+    `querysets_branch` (a patch that sends the function to its queryset branch, or a null context)."""
+
+    def raw() -> None:
+        for _ in range(200):
+            statement()
+
+    def orm() -> None:
+        with querysets_branch:
             for _ in range(200):
-                read()
+                queryset()
 
-        def orm(read=queryset) -> None:
-            with mock.patch.object(hot_reads, "available", return_value=False):  # the queryset branch
-                for _ in range(200):
-                    read()
-
-        t = time_alternately({"raw": raw, "orm": orm}, runs=rounds)
-        print(t["raw"].line(f"{what}: one statement"))
-        print(t["orm"].line(f"{what}: the queryset"))
-        print(_verdict(f"hot reads, {what}", t), flush=True)
+    t = time_alternately({"raw": raw, "orm": orm}, runs=rounds)
+    print(t["raw"].line(f"{what}: one statement"))
+    print(t["orm"].line(f"{what}: the queryset(s)"))
+    print(_verdict(what, t), flush=True)
 
 
 def _event_batch(user: Any, rounds: int) -> None:
@@ -270,21 +283,14 @@ def _stream_reads(user: Any, rounds: int) -> None:
         "a direct open's read (owned_turn_events)": lambda: owned_turn_events(user.pk, turn.pk, 0, limit=1000),
     }
     print("orm_vs_raw bench, PostgreSQL: a turn's log of 12 events read 200 times a round (live.log)")
-    for what, read in reads.items():
-
-        def raw(read=read) -> None:
-            for _ in range(200):
-                read()
-
-        def orm(read=read) -> None:
-            with mock.patch.object(live.log, "reads_in_one_statement", return_value=False):  # the querysets
-                for _ in range(200):
-                    read()
-
-        t = time_alternately({"raw": raw, "orm": orm}, runs=rounds)
-        print(t["raw"].line(f"{what}: one statement"))
-        print(t["orm"].line(f"{what}: the queryset(s)"))
-        print(_verdict(f"stream reads, {what}", t), flush=True)
+    for what, read in reads.items():  # the same function, sent to its querysets by the patch
+        _time_reads(
+            f"stream reads, {what}",
+            read,
+            read,
+            mock.patch.object(live.log, "reads_in_one_statement", return_value=False),
+            rounds,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
