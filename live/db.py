@@ -79,10 +79,16 @@ def events_after_postgresql(turn_id: uuid.UUID, after: int, limit: int) -> list[
 
 @functools.cache
 def _events_after_sql() -> str:
+    return _page_sql("%s")
+
+
+def _page_sql(turn: str) -> str:
+    """A page of the log of the turn `turn` (a placeholder or a column) after an id, oldest first, at most a
+    limit (the two placeholders that follow)."""
     n = _names()
     return (
         f"SELECT {n['event.seq']}, {n['event.event']}, {n['event.data']} FROM {n['events']} "  # noqa: S608
-        f"WHERE {n['event.turn_id']} = %s AND {n['event.seq']} > %s ORDER BY {n['event.seq']} LIMIT %s"
+        f"WHERE {n['event.turn_id']} = {turn} AND {n['event.seq']} > %s ORDER BY {n['event.seq']} LIMIT %s"
     )
 
 
@@ -92,24 +98,24 @@ def owned_turn_events_postgresql(
     """The turn's `(status, last_seq, session_id)` when it is `user_id`'s, with its events after `after`
     (at most `limit`, oldest first, `(seq, event, data)`), else None: the turn's row and a `LATERAL` page of
     its log, one statement (PostgreSQL)."""
-    n = _names()
-    page = (
-        f"SELECT {n['event.seq']}, {n['event.event']}, {n['event.data']} FROM {n['events']} "  # noqa: S608
-        f"WHERE {n['event.turn_id']} = t.{n['turn.id']} AND {n['event.seq']} > %s ORDER BY {n['event.seq']} LIMIT %s"
-    )
-    sql = (
-        f"SELECT t.{n['turn.status']}, t.{n['turn.last_seq']}, t.{n['turn.session_id']}, "  # noqa: S608
-        f"e.{n['event.seq']}, e.{n['event.event']}, e.{n['event.data']} FROM {n['turns']} t "
-        f"LEFT JOIN LATERAL ({page}) e ON TRUE WHERE t.{n['turn.id']} = %s AND t.{n['turn.user']} = %s "
-        f"ORDER BY e.{n['event.seq']}"
-    )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [after, limit, turn_id, user_id])
+        cursor.execute(_owned_turn_events_sql(), [after, limit, turn_id, user_id])
         found = cursor.fetchall()
     if not found:
         return None
     status, last_seq, session_id = found[0][:3]
     return (status, last_seq, session_id), [(seq, event, data) for *_, seq, event, data in found if seq is not None]
+
+
+@functools.cache
+def _owned_turn_events_sql() -> str:
+    n = _names()
+    return (
+        f"SELECT t.{n['turn.status']}, t.{n['turn.last_seq']}, t.{n['turn.session_id']}, "  # noqa: S608
+        f"e.{n['event.seq']}, e.{n['event.event']}, e.{n['event.data']} FROM {n['turns']} t "
+        f"LEFT JOIN LATERAL ({_page_sql('t.' + n['turn.id'])}) e ON TRUE "
+        f"WHERE t.{n['turn.id']} = %s AND t.{n['turn.user']} = %s ORDER BY e.{n['event.seq']}"
+    )
 
 
 _sqlite_lock = threading.RLock()

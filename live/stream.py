@@ -249,13 +249,14 @@ class Opened:
 
 
 def follow(turn_id: uuid.UUID) -> Feed | None:
-    """The turn's feed on this event loop (`live.wakeups`), followed from now on; None where nothing
-    notifies (SQLite: the stream polls). `unfollow` it, or hand it to `async_stream` in an `Opened`."""
+    """The turn's feed on this event loop (`live.wakeups`: a queue of the notified events' `(seq, event, data)`
+    rows, or None for "read the log"; SPEC 11), followed from now on; None where nothing notifies (SQLite:
+    the stream polls). `unfollow` it, or hand it to `async_stream` in an `Opened`. Never raises."""
     return turn_feeds().follow(turn_id) if db.listens() else None
 
 
 def unfollow(turn_id: uuid.UUID, feed: Feed | None) -> None:
-    """Stop feeding `feed` (`follow`'s); safe to call twice."""
+    """Stop feeding `feed` (`follow`'s; None: nothing to do). Safe to call twice; never raises."""
     if feed is not None:
         turn_feeds().unfollow(turn_id, feed)
 
