@@ -28,17 +28,22 @@ import functools
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Field, Model
 from django.utils import timezone
 
-from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
+from chat.models import ChatSession
+from live.models import ACTIVE_STATUSES, LiveTurn, LiveTurnEvent, LiveTurnStatus
 from live.wakeups import NOTIFY_CHANNEL, notify_payload
 
 __all__ = [
+    "Admission",
+    "admit_postgresql",
     "append_batch",
     "claim_queued",
     "events_after_postgresql",
@@ -115,6 +120,110 @@ def _owned_turn_events_sql() -> str:
         f"e.{n['event.seq']}, e.{n['event.event']}, e.{n['event.data']} FROM {n['turns']} t "
         f"LEFT JOIN LATERAL ({_page_sql('t.' + n['turn.id'])}) e ON TRUE "
         f"WHERE t.{n['turn.id']} = %s AND t.{n['turn.user']} = %s ORDER BY e.{n['event.seq']}"
+    )
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What `admit_postgresql` found, before its insert: whether another user holds the session (`elsewhere`:
+    a session or a turn of theirs), the user's queued and running turns (`active`: rows with their id,
+    session, status, `created_at` and `progressed_at` only), how many turns wait for a worker within the
+    queue's timeout (`waiting`), and whether it wrote the turn and its first event (`admitted`)."""
+
+    elsewhere: bool
+    active: list[LiveTurn]
+    waiting: int
+    admitted: bool
+
+
+def admit_postgresql(
+    turn: LiveTurn, first: Row, *, max_active: int, max_waiting: int, waiting_since: dt.datetime
+) -> Admission:
+    """Admit `turn` (unsaved: its session, user and fields set) with its first event `first` (SPEC 11,
+    docs/live.md#admission) in two statements (PostgreSQL), inside the caller's `write_transaction()`: the
+    user's row locked (one admission at a time per user), then one statement that reads what admission
+    decides on and inserts the turn and its event only when no other user holds the session, the session
+    has no queued or running turn, the user has fewer than `max_active` of them (stuck ones counted) and
+    fewer than `max_waiting` turns wait since `waiting_since`. The caller decides on `Admission` what
+    `live.service` decides on its querysets (a stuck turn among `active` sends it there). Raises
+    `IntegrityError` when another user's admission took the session meanwhile (its unique constraint), and
+    the database's other errors."""
+    values = {f"v{i}": field.get_db_prep_save(field.pre_save(turn, True), connection) for i, field in _turn_fields()}
+    params = {
+        **values,
+        "user": turn.user_id,
+        "session": turn.session_id,
+        "active": list(ACTIVE_STATUSES),
+        "queued": LiveTurnStatus.QUEUED,
+        "since": waiting_since,
+        "max_active": max_active,
+        "max_waiting": max_waiting,
+        "seq": first[0],
+        "event": first[1],
+        "data": first[2],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_lock_user_sql(), [turn.user_id])
+        cursor.execute(_admit_sql(), params)
+        found = cursor.fetchall()
+    elsewhere, waiting, admitted = found[0][:3]
+    active = [
+        LiveTurn(
+            id=turn_id,
+            session_id=session_id,
+            user_id=turn.user_id,
+            status=status,
+            created_at=created,
+            progressed_at=progressed,
+        )
+        for *_, turn_id, session_id, status, created, progressed in found
+        if turn_id is not None
+    ]
+    return Admission(elsewhere=elsewhere, active=active, waiting=waiting, admitted=bool(admitted))
+
+
+@functools.cache
+def _turn_fields() -> list[tuple[int, Field]]:
+    """`LiveTurn`'s columns, numbered: the admission's insert names each value `v<i>`."""
+    return [(i, field) for i, field in enumerate(LiveTurn._meta.concrete_fields) if isinstance(field, Field)]
+
+
+@functools.cache
+def _lock_user_sql() -> str:
+    user, quote = get_user_model(), connection.ops.quote_name
+    return f"SELECT 1 FROM {quote(user._meta.db_table)} WHERE {quote(_column(user, 'id'))} = %s FOR UPDATE"  # noqa: S608
+
+
+@functools.cache
+def _admit_sql() -> str:
+    n, quote = _names(), connection.ops.quote_name
+    columns = ", ".join(n[f"turn.{field.name}"] for _, field in _turn_fields())
+    casts = ", ".join(f"CAST(%(v{i})s AS {field.db_type(connection)})" for i, field in _turn_fields())
+    session_table = quote(ChatSession._meta.db_table)
+    session_id, session_user = quote(_column(ChatSession, "id")), quote(_column(ChatSession, "user"))
+
+    def mine(table: str) -> str:  # the user's queued and running turns
+        return f"{table}{n['turn.user']} = %(user)s AND {table}{n['turn.status']} = ANY(%(active)s)"
+
+    return (
+        "WITH found AS (SELECT "  # noqa: S608 - names from the models
+        f"EXISTS (SELECT 1 FROM {session_table} WHERE {session_id} = %(session)s AND {session_user} <> %(user)s) "
+        f"OR EXISTS (SELECT 1 FROM {n['turns']} WHERE {n['turn.session_id']} = %(session)s "
+        f"AND {n['turn.user']} <> %(user)s) AS elsewhere, "
+        f"(SELECT count(*) FROM {n['turns']} WHERE {n['turn.status']} = %(queued)s "
+        f"AND {n['turn.created_at']} >= %(since)s) AS waiting, "
+        f"(SELECT count(*) FROM {n['turns']} WHERE {mine('')}) AS active, "
+        f"EXISTS (SELECT 1 FROM {n['turns']} WHERE {n['turn.session_id']} = %(session)s "
+        f"AND {n['turn.status']} = ANY(%(active)s)) AS busy), "
+        f"turn AS (INSERT INTO {n['turns']} ({columns}) SELECT {casts} FROM found "
+        "WHERE NOT found.elsewhere AND NOT found.busy AND found.active < %(max_active)s "
+        "AND found.waiting < %(max_waiting)s "
+        f"RETURNING {n['turn.id']}), "
+        f"event AS (INSERT INTO {n['events']} ({n['event.turn_id']}, {n['event.seq']}, {n['event.event']}, "
+        f"{n['event.data']}) SELECT {n['turn.id']}, %(seq)s, %(event)s, %(data)s FROM turn) "
+        f"SELECT found.elsewhere, found.waiting, (SELECT count(*) FROM turn), a.{n['turn.id']}, "
+        f"a.{n['turn.session_id']}, a.{n['turn.status']}, a.{n['turn.created_at']}, a.{n['turn.progressed_at']} "
+        f"FROM found LEFT JOIN {n['turns']} a ON {mine('a.')}"
     )
 
 

@@ -37,9 +37,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from chat.models import ChatSession
-from citations.live_events import turn_event
+from citations.live_events import StreamEvent, turn_event
 from live.configured import NOT_CONFIGURED, model_configured
-from live.db import mark_sent, write_transaction
+from live.db import Row, admit_postgresql, mark_sent, reads_in_one_statement, write_transaction
 from live.engine import end_stuck, fail_unstarted, turns_stuck
 from live.log import encode, release_connection
 from live.models import LiveTurn, LiveTurnEvent, LiveTurnStatus
@@ -120,12 +120,6 @@ def turn_start(*, user: Any, session_id: uuid.UUID, message: str, prompt_version
 
 
 def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: str) -> LiveTurn:
-    owned_elsewhere = (
-        ChatSession.objects.filter(pk=session_id).exclude(user=user).exists()
-        or LiveTurn.objects.filter(session_id=session_id).exclude(user=user).exists()
-    )
-    if owned_elsewhere:
-        raise SessionNotFoundError(str(session_id))
     turn = LiveTurn(
         session_id=session_id,
         user=user,
@@ -134,6 +128,55 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
         status=LiveTurnStatus.QUEUED,
         last_seq=1,
     )
+    event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
+    if reads_in_one_statement():
+        admitted = _admit_in_two_statements(turn, (1, event.name, encode(event)))
+        if admitted is not None:
+            return admitted
+    return _admit_with_querysets(turn, event)
+
+
+def _admit_in_two_statements(turn: LiveTurn, first: Row) -> LiveTurn | None:
+    """PostgreSQL's admission (`live.db.admit_postgresql`): the user's row locked, then the checks and the
+    inserts in one statement. It decides as `_admit_with_querysets` does (tests/live/test_service.py holds
+    the two to the same rules); where that one would end a stuck turn before its insert (the user at their
+    limit, or the session busy, with a stuck turn among theirs), nothing is written and None sends the
+    admission there. Raises what `_admit_with_querysets` raises."""
+    try:
+        with write_transaction():
+            found = admit_postgresql(
+                turn,
+                first,
+                max_active=settings.LIVE_TURN_MAX_PER_USER,
+                max_waiting=settings.LIVE_TURN_MAX_QUEUED,
+                waiting_since=_waiting_since(),
+            )
+            stuck = turns_stuck(found.active)
+            if found.elsewhere:
+                raise SessionNotFoundError(str(turn.session_id))
+            if not found.admitted and stuck:
+                return None
+            if len(found.active) >= settings.LIVE_TURN_MAX_PER_USER:
+                raise TurnLimitError(str(turn.user_id))
+            if found.waiting >= settings.LIVE_TURN_MAX_QUEUED:
+                raise QueueFullError()
+            if not found.admitted:  # the session's own turn, queued or running
+                raise TurnConflictError(str(turn.session_id))
+            transaction.on_commit(lambda: enqueue(turn))
+    except IntegrityError:
+        return None  # another user's admission took the session meanwhile: the querysets say 404
+    end_stuck(stuck)  # the user's stuck turns in other sessions, as `_admit_with_querysets` ends them
+    return turn
+
+
+def _admit_with_querysets(turn: LiveTurn, event: StreamEvent) -> LiveTurn:
+    user, session_id = turn.user, turn.session_id
+    owned_elsewhere = (
+        ChatSession.objects.filter(pk=session_id).exclude(user=user).exists()
+        or LiveTurn.objects.filter(session_id=session_id).exclude(user=user).exists()
+    )
+    if owned_elsewhere:
+        raise SessionNotFoundError(str(session_id))
     stuck: list[LiveTurn] = []
     try:
         with write_transaction():
@@ -149,7 +192,6 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
             if any(other.session_id == session_id for other in stuck):
                 end_stuck([other for other in stuck if other.session_id == session_id])
             turn.save(force_insert=True)
-            event = turn_event(turn_id=str(turn.id), session_id=str(session_id))
             LiveTurnEvent.objects.create(turn=turn, seq=1, event=event.name, data=encode(event))
             transaction.on_commit(lambda: enqueue(turn))
     except IntegrityError:
@@ -159,12 +201,15 @@ def _admit(*, user: Any, session_id: uuid.UUID, message: str, prompt_version: st
     return turn
 
 
+def _waiting_since() -> dt.datetime:
+    return timezone.now() - dt.timedelta(seconds=settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS)
+
+
 def _waiting() -> QuerySet[LiveTurn]:
     """The turns that wait for a worker: queued, within `LIVE_TURN_QUEUED_TIMEOUT_SECONDS`. A turn queued
     longer is stuck (`live.engine.turns_stuck`), ended by its user's next admission or a worker's start:
     it waits for no worker, and must not fill the queue for everyone until then."""
-    since = timezone.now() - dt.timedelta(seconds=settings.LIVE_TURN_QUEUED_TIMEOUT_SECONDS)
-    return LiveTurn.objects.filter(status=LiveTurnStatus.QUEUED, created_at__gte=since)
+    return LiveTurn.objects.filter(status=LiveTurnStatus.QUEUED, created_at__gte=_waiting_since())
 
 
 def enqueue(turn: LiveTurn) -> None:
