@@ -419,6 +419,10 @@ CELERY_WORKER_POOL = "threads"
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=20)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
+# No results are kept, so the (disabled) backend is one object for the process: Celery otherwise makes one per
+# thread, and the stream process answers each POST on a thread of its own (asgiref's), which built a backend
+# for every turn it queued (7% of a POST's CPU, py-spy; docs/job-engine.md).
+CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Task modules outside the apps' tasks.py: the retention pass (silvia/retention.py), run by the periodic timer.
