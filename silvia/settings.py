@@ -162,6 +162,11 @@ for _database in DATABASES.values():
             "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
             "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
         }
+    if _database["ENGINE"].endswith("postgresql") and env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        # Parameters sent apart from the statement, and a statement run more than five times on a connection
+        # prepared there (psycopg's automatic preparation): PostgreSQL parses and plans a turn's repeated statements
+        # once per connection (docs/deploying.md#prepared-statements). Off for a pooler that cannot keep them.
+        _database.setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Sign-in that resists guessing (docs/deploying.md#sign-in-throttling): django-axes counts failed sign-ins at

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import http.client
 import os
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -60,6 +62,35 @@ def test_the_settings_use_djangos_pool_with_its_check():
     # DATABASE_POOL_MAX_SIZE's default (docs/configuration.md), unless the run sets it.
     pool = connection.pool  # type: ignore[attr-defined]  # the PostgreSQL backend's, not in the stubs
     assert pool.max_size == int(os.environ.get("DATABASE_POOL_MAX_SIZE", "10"))
+
+
+def test_a_statement_run_more_than_five_times_on_a_connection_is_prepared_there():
+    """docs/deploying.md#prepared-statements: bound on the server, prepared at its sixth run (psycopg prepares
+    a statement run more than `prepare_threshold` times); PostgreSQL lists it in the connection's
+    `pg_prepared_statements` from then on."""
+    from django.db import transaction
+
+    marker = "SELECT %s::integer AS prepared_statement_probe"
+    with transaction.atomic(), connection.cursor() as cursor:  # one pooled connection throughout
+        counts = []
+        for value in range(6):
+            cursor.execute(marker, [value])
+            assert cursor.fetchone() == (value,)
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%_probe%"])
+            counts.append(cursor.fetchone()[0])
+    assert counts == [0, 0, 0, 0, 0, 1]
+
+
+def test_prepared_statements_are_off_where_the_operator_says_so():
+    code = "from django.conf import settings; o = settings.DATABASES['default']['OPTIONS']; "
+    code += "print(o.get('server_side_binding'), o.get('prepare_threshold'))"
+    env = {**os.environ, "DATABASE_URL": database_url()}
+    run = [sys.executable, "-c", f"import django; django.setup(); {code}"]
+    on = subprocess.run(run, env=env, capture_output=True, text=True, check=True)
+    off = subprocess.run(
+        run, env={**env, "DATABASE_PREPARED_STATEMENTS": "false"}, capture_output=True, text=True, check=True
+    )
+    assert (on.stdout.split(), off.stdout.split()) == (["True", "5"], ["None", "None"])
 
 
 def test_a_connection_the_server_closed_is_replaced_not_an_error():
