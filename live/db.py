@@ -198,7 +198,11 @@ def _lock_user_sql() -> str:
 def _admit_sql() -> str:
     n, quote = _names(), connection.ops.quote_name
     columns = ", ".join(n[f"turn.{field.name}"] for _, field in _turn_fields())
-    casts = ", ".join(f"CAST(%(v{i})s AS {field.db_type(connection)})" for i, field in _turn_fields())
+    # Cast to the column's type without its length (`varchar`, not `varchar(16)`): a cast cuts a longer text
+    # to fit, where the insert refuses it, as the ORM's does.
+    casts = ", ".join(
+        f"CAST(%(v{i})s AS {str(field.db_type(connection)).split('(')[0]})" for i, field in _turn_fields()
+    )
     session_table = quote(ChatSession._meta.db_table)
     session_id, session_user = quote(_column(ChatSession, "id")), quote(_column(ChatSession, "user"))
 

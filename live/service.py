@@ -142,6 +142,7 @@ def _admit_in_two_statements(turn: LiveTurn, first: Row) -> LiveTurn | None:
     the two to the same rules); where that one would end a stuck turn before its insert (the user at their
     limit, or the session busy, with a stuck turn among theirs), nothing is written and None sends the
     admission there. Raises what `_admit_with_querysets` raises."""
+    admitted_beside: list[LiveTurn] = []  # the user's stuck turns in other sessions, once this one is admitted
     try:
         with write_transaction():
             found = admit_postgresql(
@@ -162,10 +163,12 @@ def _admit_in_two_statements(turn: LiveTurn, first: Row) -> LiveTurn | None:
                 raise QueueFullError()
             if not found.admitted:  # the session's own turn, queued or running
                 raise TurnConflictError(str(turn.session_id))
+            admitted_beside = stuck
             transaction.on_commit(lambda: enqueue(turn))
     except IntegrityError:
         return None  # another user's admission took the session meanwhile: the querysets say 404
-    end_stuck(stuck)  # the user's stuck turns in other sessions, as `_admit_with_querysets` ends them
+    finally:
+        end_stuck(admitted_beside)  # as `_admit_with_querysets` ends them, the broker refusing the task or not
     return turn
 
 

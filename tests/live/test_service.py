@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from citations.live_events import turn_event
 from live import service
+from live.db import admit_postgresql, write_transaction
 from live.log import encode
 from live.models import LiveTurn, LiveTurnEvent
 from live.service import (
@@ -29,6 +30,7 @@ from live.service import (
     turn_start,
 )
 from tests.factories import UserFactory
+from tests.live.stuck_support import wait_for
 
 
 @pytest.mark.django_db(transaction=True)
@@ -75,34 +77,69 @@ def test_a_post_waiting_for_a_slot_holds_no_pooled_connection_and_is_refused_aft
 FRESH, OLD = dt.timedelta(seconds=1), dt.timedelta(seconds=120)
 SESSION = uuid.UUID("00000000-0000-4000-8000-00000000000a")
 OTHER_SESSION = uuid.UUID("00000000-0000-4000-8000-00000000000b")
-# name: (rows before: (owner, session or None for a new one, status, age), the outcome, statuses after by row)
-ADMISSIONS: dict[str, tuple[list[tuple[str, uuid.UUID | None, str, dt.timedelta]], object, list[str]]] = {
+# name: (rows before: (owner, session or None for a new one, status, created ago, progressed ago or None),
+# the outcome, statuses after by row)
+Rows = list[tuple[str, uuid.UUID | None, str, dt.timedelta, dt.timedelta | None]]
+ADMISSIONS: dict[str, tuple[Rows, object, list[str]]] = {
     "a new session": ([], "admitted", []),
-    "another user's turn in the session": ([("sam", SESSION, "done", OLD)], SessionNotFoundError, ["done"]),
+    "another user's turn in the session": ([("sam", SESSION, "done", OLD, OLD)], SessionNotFoundError, ["done"]),
     "at the user's limit": (
-        [("maya", None, "running", FRESH), ("maya", None, "queued", FRESH)],
+        [("maya", None, "running", FRESH, FRESH), ("maya", None, "queued", FRESH, None)],
+        TurnLimitError,
+        ["running", "queued"],
+    ),
+    "at the limit, a turn started long ago still writing": (
+        [("maya", None, "running", OLD, FRESH), ("maya", None, "queued", FRESH, None)],
         TurnLimitError,
         ["running", "queued"],
     ),
     "at the limit, one of them stuck": (
-        [("maya", None, "running", FRESH), ("maya", None, "running", OLD)],
+        [("maya", None, "running", FRESH, FRESH), ("maya", None, "running", OLD, OLD)],
         "admitted",
         ["running", "failed"],
     ),
     "the queue full": (
-        [("sam", None, "queued", FRESH), ("sam", None, "queued", FRESH), ("ana", None, "queued", FRESH)],
+        [
+            ("sam", None, "queued", FRESH, None),
+            ("sam", None, "queued", FRESH, None),
+            ("ana", None, "queued", FRESH, None),
+        ],
         QueueFullError,
         ["queued", "queued", "queued"],
     ),
     "the queue full of turns stuck there": (
-        [("sam", None, "queued", OLD), ("sam", None, "queued", OLD), ("ana", None, "queued", OLD)],
+        [("sam", None, "queued", OLD, None), ("sam", None, "queued", OLD, None), ("ana", None, "queued", OLD, None)],
         "admitted",
         ["queued", "queued", "queued"],  # other users' stuck turns wait for the sweep
     ),
-    "the session's turn running": ([("maya", SESSION, "running", FRESH)], TurnConflictError, ["running"]),
-    "the session's turn stuck": ([("maya", SESSION, "running", OLD)], "admitted", ["failed"]),
+    "at the limit and the queue full: the limit first": (
+        [
+            ("maya", None, "running", FRESH, FRESH),
+            ("maya", None, "queued", FRESH, None),
+            ("sam", None, "queued", FRESH, None),
+            ("sam", None, "queued", FRESH, None),
+        ],
+        TurnLimitError,
+        ["running", "queued", "queued", "queued"],
+    ),
+    "the queue full and the session busy: the queue first": (
+        [
+            ("maya", SESSION, "queued", FRESH, None),
+            ("sam", None, "queued", FRESH, None),
+            ("sam", None, "queued", FRESH, None),
+        ],
+        QueueFullError,
+        ["queued", "queued", "queued"],
+    ),
+    "the session's turn running": ([("maya", SESSION, "running", FRESH, FRESH)], TurnConflictError, ["running"]),
+    "the session's turn stuck": ([("maya", SESSION, "running", OLD, OLD)], "admitted", ["failed"]),
+    "the session busy, a stuck turn in another": (
+        [("maya", SESSION, "running", FRESH, FRESH), ("maya", OTHER_SESSION, "running", OLD, OLD)],
+        TurnConflictError,
+        ["running", "failed"],
+    ),
     "a stuck turn in another session": (
-        [("maya", OTHER_SESSION, "queued", OLD), ("maya", SESSION, "done", OLD)],
+        [("maya", OTHER_SESSION, "queued", OLD, None), ("maya", SESSION, "done", OLD, OLD)],
         "admitted",
         ["failed", "done"],
     ),
@@ -137,7 +174,18 @@ def test_admission_decides_by_its_rules_on_either_path(db, settings, path, name)
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's admission statements")
 @pytest.mark.parametrize(
-    "name", [name for name, (rows, _, _) in ADMISSIONS.items() if all(r[3] == FRESH for r in rows)]
+    "name",
+    [
+        "a new session",
+        "another user's turn in the session",
+        "at the user's limit",
+        "at the limit, a turn started long ago still writing",
+        "the queue full",
+        "the queue full of turns stuck there",  # other users' turns: maya has none stuck
+        "at the limit and the queue full: the limit first",
+        "the queue full and the session busy: the queue first",
+        "the session's turn running",
+    ],
 )
 def test_with_no_stuck_turn_postgresql_decides_in_two_statements(db, settings, name):
     """No turn stuck: the user's lock and the admission's statement decide, the querysets never asked."""
@@ -170,13 +218,70 @@ def _tables_as_in(name: str, settings) -> tuple[Any, list[LiveTurn]]:
             user_message="fee?",
             prompt_version="v5",
             status=status,
-            created_at=now - age,
-            progressed_at=now - age if status == "running" else None,
+            created_at=now - created,
+            progressed_at=None if progressed is None else now - progressed,
         )
-        for owner, session, status, age in ADMISSIONS[name][0]
+        for owner, session, status, created, progressed in ADMISSIONS[name][0]
     ]
     return users["maya"], before
 
 
 def _new_turn(user: Any) -> LiveTurn:
     return LiveTurn(session_id=SESSION, user=user, user_message="hi", prompt_version="v5", status="queued", last_seq=1)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's row lock")
+@pytest.mark.django_db(transaction=True)
+def test_a_users_second_admission_waits_for_the_first_and_counts_its_turn(settings):
+    """Two POSTs of one user to two sessions, one turn left under the limit: the first admission holds the user's
+    row until it commits; the second waits for it there, then counts its turn and is refused (without the lock,
+    its statement would read the tables without the first's turn and both would be admitted)."""
+    settings.LIVE_TURN_MAX_PER_USER = 1
+    maya = UserFactory.create(username="maya")
+    first_in, let_first_commit = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def first() -> None:
+        try:
+            turn = _new_turn(maya)
+            row = (1, "turn", encode(turn_event(turn_id=str(turn.id), session_id=str(SESSION))))
+            with write_transaction():
+                found = admit_postgresql(
+                    turn, row, max_active=1, max_waiting=100, waiting_since=timezone.now() - dt.timedelta(hours=1)
+                )
+                first_in.set()
+                let_first_commit.wait(10)
+            outcome["first"] = found.admitted
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            service._admit(user=maya, session_id=OTHER_SESSION, message="hi", prompt_version="v5")
+            outcome["second"] = "admitted"
+        except TurnLimitError:
+            outcome["second"] = "limit"
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert first_in.wait(10)
+    threads[1].start()
+    try:  # the second waits on the user's row (without the lock it would have been admitted by now)
+        wait_for(lambda: _backends_waiting_for_a_row_lock() == 1 or "second" in outcome, "the second's wait", 10)
+        assert "second" not in outcome
+    finally:
+        let_first_commit.set()
+        for thread in threads:
+            thread.join(10)
+    assert outcome == {"first": True, "second": "limit"}
+    assert LiveTurn.objects.filter(user=maya).count() == 1
+
+
+def _backends_waiting_for_a_row_lock() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return int(cursor.fetchone()[0])
