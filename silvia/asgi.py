@@ -23,6 +23,7 @@ request is over (no thread held by an open stream).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 from typing import Any
@@ -160,3 +161,7 @@ from silvia.celery import app as celery_app  # noqa: E402, F401  (turns are queu
 
 warn_if_no_model()
 warn_if_pool_small()
+
+# What the process loaded to start is kept for its life: out of the cyclic collector's full passes
+# (docs/deploying.md#the-heap-a-process-starts-with).
+gc.freeze()

@@ -8,6 +8,7 @@ command or a web process does not load Celery until it queues a turn.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -115,6 +116,9 @@ def _worker_ready(sender: Any = None, **kwargs: Any) -> None:
         else:
             if requeued:
                 logger.warning("embedded worker: %d turn(s) a stopped worker held queued again", requeued)
+    # What the worker loaded to start (Django, the SDK, the turn runner) is kept for its life: out of the
+    # cyclic collector's full passes, which walked it all (docs/deploying.md#the-heap-a-process-starts-with).
+    gc.freeze()
 
 
 def _sweep() -> None:

@@ -29,6 +29,7 @@ from live.slots import GiveBackSlots
 from silvia.asgi import BodyLimit, application, django_application
 from tests.live_support import database_url
 from tests.procfile import Stack, embedded_env
+from tests.silvia.test_wsgi import heap_after_import
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -232,3 +233,10 @@ def test_a_client_that_waits_for_100_continue_is_refused_without_sending_its_bod
         assert sock.recv(1) == b""
     assert head.split(b"\r\n")[0] == b"HTTP/1.1 413 Request Entity Too Large"
     assert answer == b'{"detail": "The request body is larger than 2621440 bytes."}'
+
+
+def test_the_heap_loaded_at_start_is_left_out_of_the_collector():
+    """docs/deploying.md#the-heap-a-process-starts-with, for the stream process."""
+    heap = heap_after_import("silvia.asgi")
+    assert heap["frozen"] > heap["before"] > 10_000
+    assert heap["tracked"] < 100

@@ -21,3 +21,16 @@ def test_the_disabled_result_backend_is_one_object_for_every_thread():
         thread.join(10)
     assert isinstance(first, DisabledBackend)
     assert len(seen) == 3 and all(backend is first for backend in seen)
+
+
+def test_a_ready_worker_leaves_what_it_loaded_out_of_the_collector(db):
+    """docs/deploying.md#the-heap-a-process-starts-with: once the worker is ready (the turn runner and the SDK
+    loaded, the first sweep run), everything it holds is frozen; the collector is left with almost none."""
+    import gc
+
+    from silvia.celery import _worker_ready
+
+    gc.unfreeze()  # whatever this test process froze before (importing silvia.asgi does)
+    before = len(gc.get_objects())
+    _worker_ready()
+    assert before > 10_000 and len(gc.get_objects()) < 100
