@@ -22,7 +22,10 @@ code, then, taking turns, each inside a transaction that is rolled back:
 - stream reads: `live.log.events_after` (a stream's read of a 12-event log)
   and `live.log.owned_turn_events` (a direct open's read: the turn and its
   page), each `live.db` statement against the querysets it stands for, the
-  SQLite branch of the same function (issue 36).
+  SQLite branch of the same function (issue 36);
+- admission: `live.service`'s admission of a turn, on PostgreSQL two
+  statements (`live.db.admit_postgresql`) against the querysets they stand
+  for, SQLite's branch of the same function (issue 36).
 
 The rule (issue 23): the ORM wherever it is within 10% of the raw
 statement. Each line prints raw/ORM medians and the ratio.
@@ -138,6 +141,7 @@ def run(*, server_url: str, turns: int, rounds: int) -> None:
         _hot_reads(user, rows, rounds)
         _event_batch(user, rounds)
         _stream_reads(user, rounds)
+        _admission(user, rounds)
     finally:
         connections.close_all()
         drop_database(server_url, name)
@@ -291,6 +295,42 @@ def _stream_reads(user: Any, rounds: int) -> None:
             mock.patch.object(live.log, "reads_in_one_statement", return_value=False),
             rounds,
         )
+
+
+def _admission(user: Any, rounds: int) -> None:
+    """A turn's admission (live.service): PostgreSQL's two statements (live.db.admit_postgresql) against the
+    querysets they stand for (SQLite's branch of the same function), 200 admissions a round, each round in a
+    transaction rolled back (no task is queued)."""
+    import uuid
+
+    from django.conf import settings
+    from django.db import transaction
+
+    from live import service
+
+    settings.LIVE_TURN_MAX_PER_USER = 10**6  # 200 turns of one user at once, for the bench only
+
+    def admit() -> None:
+        with transaction.atomic():
+            for _ in range(200):
+                service._admit(user=user, session_id=uuid.uuid4(), message="fee?", prompt_version="v5")
+            transaction.set_rollback(True)
+
+    print("orm_vs_raw bench, PostgreSQL: a turn admitted 200 times a round, rolled back (live.service)")
+    t = time_alternately(
+        {"raw": admit, "orm": lambda: _querysets_branch(admit, service)},
+        runs=rounds,
+    )
+    print(t["raw"].line("admission: two statements (the user's lock, the checks with the inserts)"))
+    print(t["orm"].line("admission: the querysets (two exists, lock, active turns, queue count, two inserts)"))
+    print(_verdict("admission", t), flush=True)
+
+
+def _querysets_branch(run: Any, service: Any) -> None:
+    from unittest import mock
+
+    with mock.patch.object(service, "reads_in_one_statement", return_value=False):
+        run()
 
 
 def main(argv: list[str] | None = None) -> int:
