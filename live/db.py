@@ -16,6 +16,9 @@
 - `owned_turn_events_postgresql`: a user's turn and a page of its log in one statement (a direct stream
   open's read, `live.log.owned_turn_events`), and `events_after_postgresql` the page alone (a stream's
   read, `live.log.events_after`), where `reads_in_one_statement()`; else their querysets.
+- `admit_postgresql`: a turn's admission in two statements, the user's row locked, then the checks and
+  the inserts (`live.service`, where `reads_in_one_statement()`; else, or when a stuck turn must end
+  first, the querysets).
 
 Raw on PostgreSQL: bench/orm_vs_raw.py, "event batch".
 """
@@ -69,8 +72,8 @@ def listens() -> bool:
 
 @functools.cache
 def reads_in_one_statement() -> bool:
-    """Whether the reads written here as one statement serve (PostgreSQL); else the querysets they stand
-    for. Read once a process."""
+    """Whether the statements written here serve (PostgreSQL: the reads in one statement, the admission in
+    two); else the querysets they stand for. Read once a process."""
     return connection.vendor == "postgresql"
 
 
