@@ -147,7 +147,8 @@ def admit_postgresql(
     user's row locked (one admission at a time per user), then one statement that reads what admission
     decides on and inserts the turn and its event only when no other user holds the session, the session
     has no queued or running turn, the user has fewer than `max_active` of them (stuck ones counted) and
-    fewer than `max_waiting` turns wait since `waiting_since`. The caller decides on `Admission` what
+    fewer than `max_waiting` turns wait since `waiting_since` (an aware datetime; queued turns created since
+    count). The caller decides on `Admission` what
     `live.service` decides on its querysets (a stuck turn among `active` sends it there). Raises
     `IntegrityError` when another user's admission took the session meanwhile (its unique constraint), and
     the database's other errors."""
