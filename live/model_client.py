@@ -1,4 +1,4 @@
-"""The model API client of live turns: one SDK client per configuration and thread, its timing and its span."""
+"""The model API client of live turns: SDK clients lent one model request at a time, its timing and its span."""
 
 from __future__ import annotations
 
@@ -23,31 +23,50 @@ if TYPE_CHECKING:
 __all__ = ["model_client", "model_request_timed"]
 
 
-_local = threading.local()
-_tls_lock = threading.Lock()
+_idle: dict[tuple[Any, ...], list[anthropic.Anthropic]] = {}
+_idle_lock = threading.Lock()
 _tls: list[ssl.SSLContext] = []
 
 
 def _tls_context() -> ssl.SSLContext:
     """The process's one TLS context for the model API, httpx2's default one (`SSL_CERT_FILE` or
-    `SSL_CERT_DIR`, else the system's CA paths), shared by every thread's client: building one reads them."""
-    with _tls_lock:
-        if not _tls:
-            _tls.append(httpx2.create_ssl_context())
-        return _tls[0]
+    `SSL_CERT_DIR`, else the system's CA paths), shared by every client: building one reads them.
+    Called under `_idle_lock`."""
+    if not _tls:
+        _tls.append(httpx2.create_ssl_context())
+    return _tls[0]
 
 
-def model_client() -> anthropic.Anthropic:
-    """The SDK client of this thread, configured from settings (key, base URL, timeout, retry budget).
+def _new_client() -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        api_key=settings.ANTHROPIC_API_KEY or "no-key-configured",
+        base_url=settings.ANTHROPIC_BASE_URL,
+        timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
+        max_retries=settings.ANTHROPIC_MAX_RETRIES,
+        # Each attempt's status and the SDK's retries, counted (silvia_model_http_responses_total).
+        http_client=anthropic.DefaultHttpxClient(event_hooks=metrics.model_http_event_hooks(), verify=_tls_context()),
+        # The SDK's own spans off: our `chat` span is the request's (docs/metrics.md#traces), and theirs
+        # would record the prompt and the answer if ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE said so.
+        open_telemetry=False,
+    )
 
-    One per configuration and thread, kept for the thread's next turns, all
-    sharing one TLS context. Not one per process: the SDK client is
-    thread-safe, but its connection pool (httpcore's) scans every connection
-    and every waiting request under one lock at each request and each
-    response's close, so with a worker's 50 turn threads on one pool that
-    scan was 3.8% of the worker's CPU (py-spy, 100 turns at once;
-    bench/README.md). A thread runs one turn at a time, so its pool holds one
-    connection to the API, the same count as one shared pool holding 50.
+
+@contextlib.contextmanager
+def model_client() -> Iterator[anthropic.Anthropic]:
+    """An SDK client configured from settings (key, base URL, timeout, retry budget), this caller's alone
+    until the block ends; then it is kept for the next caller of the same configuration.
+
+    The most recently given back is lent first (a stack), so while turns are
+    few one client, and its connection to the API, serves them all, still
+    open; at most as many clients as model requests at once (a worker's
+    threads), all sharing one TLS context. Not one client for the process:
+    the SDK client is thread-safe, but its connection pool (httpcore's)
+    scans every connection and every waiting request under one lock at each
+    request and each response's close, and with a worker's 50 turn threads
+    on one pool that scan was 3.8% of the worker's CPU (py-spy, 100 turns at
+    once; bench/README.md). Not one per thread either: Celery's thread pool
+    hands tasks to its idle threads in turn, so after a burst each turn
+    would find its thread's connection closed by the keep-alive expiry.
     """
     key = (
         settings.ANTHROPIC_API_KEY,
@@ -55,23 +74,14 @@ def model_client() -> anthropic.Anthropic:
         settings.ANTHROPIC_TIMEOUT_SECONDS,
         settings.ANTHROPIC_MAX_RETRIES,
     )
-    clients: dict[tuple[Any, ...], anthropic.Anthropic] = _local.__dict__.setdefault("clients", {})
-    client = clients.get(key)
-    if client is None:
-        client = clients[key] = anthropic.Anthropic(
-            api_key=settings.ANTHROPIC_API_KEY or "no-key-configured",
-            base_url=settings.ANTHROPIC_BASE_URL,
-            timeout=settings.ANTHROPIC_TIMEOUT_SECONDS,
-            max_retries=settings.ANTHROPIC_MAX_RETRIES,
-            # Each attempt's status and the SDK's retries, counted (silvia_model_http_responses_total).
-            http_client=anthropic.DefaultHttpxClient(
-                event_hooks=metrics.model_http_event_hooks(), verify=_tls_context()
-            ),
-            # The SDK's own spans off: our `chat` span is the request's (docs/metrics.md#traces), and theirs
-            # would record the prompt and the answer if ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE said so.
-            open_telemetry=False,
-        )
-    return client
+    with _idle_lock:
+        idle = _idle.setdefault(key, [])
+        client = idle.pop() if idle else _new_client()
+    try:
+        yield client
+    finally:
+        with _idle_lock:
+            idle.append(client)
 
 
 def _failure_kind(error: BaseException) -> str:

@@ -227,7 +227,8 @@ class TurnRunner:
         with (
             model_request_timed(request, step),
             # The raw response, read by `StepStream.read` (why: live/model_step.py).
-            model_client().messages.with_streaming_response.create(**request, stream=True) as response,
+            model_client() as client,
+            client.messages.with_streaming_response.create(**request, stream=True) as response,
             closing_on_stop(self.turn.id, response.http_response),  # a stop ends a read that waits (live.stops)
         ):
             try:

@@ -152,9 +152,11 @@ def test_the_sdks_retries_and_the_apis_responses_are_counted(recorded_model_serv
         "529": _value("silvia_model_http_responses_total", status="529"),
         "200": _value("silvia_model_http_responses_total", status="200"),
     }
-    client = model_client()
     prompt = f"hello {uuid.uuid4()}"  # a request of its own: the attempts count per identical body
-    with client.messages.stream(model="m", max_tokens=50, messages=[{"role": "user", "content": prompt}]) as stream:
+    with (
+        model_client() as client,
+        client.messages.stream(model="m", max_tokens=50, messages=[{"role": "user", "content": prompt}]) as stream,
+    ):
         assert stream.get_final_message().content[0].text == "Hello."  # type: ignore[union-attr]
     assert _value("silvia_model_request_retries_total") - before["retries"] == 1
     assert _value("silvia_model_http_responses_total", status="529") - before["529"] == 1
