@@ -65,8 +65,9 @@ def model_client() -> Iterator[anthropic.Anthropic]:
     request and each response's close, and with a worker's 50 turn threads
     on one pool that scan was 3.8% of the worker's CPU (py-spy, 100 turns at
     once; bench/README.md). Not one per thread either: Celery's thread pool
-    hands tasks to its idle threads in turn, so after a burst each turn
-    would find its thread's connection closed by the keep-alive expiry.
+    (a `ThreadPoolExecutor`) hands a task to whichever idle thread wakes
+    first, not the one used last, so after a burst a turn would mostly find
+    its thread's connection closed by the keep-alive expiry.
     """
     key = (
         settings.ANTHROPIC_API_KEY,
